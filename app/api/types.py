@@ -1,0 +1,145 @@
+"""Pydantic models of the MPIJob ``kubeflow.org/v2beta1`` API, field for field as upstream v0.8.x.
+
+Every optional field stays ``None`` when the user did not set it: defaulting (``defaults.py``) and
+validation (``validation.py``) are separate steps, as upstream. Pod templates are not ours to model;
+they stay plain dicts and are decorated by the child builders.
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+API_VERSION = "kubeflow.org/v2beta1"
+KIND = "MPIJob"
+
+
+class ReplicaType(StrEnum):
+    LAUNCHER = "Launcher"
+    WORKER = "Worker"
+
+
+class MPIImplementation(StrEnum):
+    OPENMPI = "OpenMPI"
+    INTEL = "Intel"
+    MPICH = "MPICH"
+
+
+class LauncherCreationPolicy(StrEnum):
+    AT_STARTUP = "AtStartup"
+    WAIT_FOR_WORKERS_READY = "WaitForWorkersReady"
+
+
+class CleanPodPolicy(StrEnum):
+    ALL = "All"
+    RUNNING = "Running"
+    NONE = "None"
+
+
+class RestartPolicy(StrEnum):
+    ALWAYS = "Always"
+    ON_FAILURE = "OnFailure"
+    NEVER = "Never"
+    EXIT_CODE = "ExitCode"
+
+
+class ConditionType(StrEnum):
+    CREATED = "Created"
+    RUNNING = "Running"
+    RESTARTING = "Restarting"
+    SUCCEEDED = "Succeeded"
+    SUSPENDED = "Suspended"
+    FAILED = "Failed"
+    # Ours, not upstream's: the spec fails validation (see README, compatibility table).
+    INVALID = "Invalid"
+
+
+KUBEFLOW_JOB_CONTROLLER = "kubeflow.org/mpi-operator"
+MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
+
+
+class _Model(BaseModel):
+    """camelCase on the wire; unknown fields are ignored (the CRD schema already pruned them)."""
+
+    model_config = ConfigDict(populate_by_name=True, extra="ignore", frozen=False)
+
+
+class SchedulingPolicy(_Model):
+    min_available: int | None = Field(default=None, alias="minAvailable")
+    queue: str | None = None
+    min_resources: dict[str, Any] | None = Field(default=None, alias="minResources")
+    priority_class: str | None = Field(default=None, alias="priorityClass")
+    schedule_timeout_seconds: int | None = Field(default=None, alias="scheduleTimeoutSeconds")
+
+
+class RunPolicy(_Model):
+    # Plain strings, not enums: an unsupported value must reach validation, not fail parsing.
+    clean_pod_policy: str | None = Field(default=None, alias="cleanPodPolicy")
+    ttl_seconds_after_finished: int | None = Field(default=None, alias="ttlSecondsAfterFinished")
+    active_deadline_seconds: int | None = Field(default=None, alias="activeDeadlineSeconds")
+    backoff_limit: int | None = Field(default=None, alias="backoffLimit")
+    scheduling_policy: SchedulingPolicy | None = Field(default=None, alias="schedulingPolicy")
+    suspend: bool | None = None
+    managed_by: str | None = Field(default=None, alias="managedBy")
+
+
+class ReplicaSpec(_Model):
+    replicas: int | None = None
+    template: dict[str, Any] = Field(default_factory=dict)
+    restart_policy: str | None = Field(default=None, alias="restartPolicy")
+
+
+class MPIJobSpec(_Model):
+    slots_per_worker: int | None = Field(default=None, alias="slotsPerWorker")
+    run_launcher_as_worker: bool | None = Field(default=None, alias="runLauncherAsWorker")
+    run_policy: RunPolicy = Field(default_factory=RunPolicy, alias="runPolicy")
+    mpi_replica_specs: dict[str, ReplicaSpec | None] | None = Field(default=None, alias="mpiReplicaSpecs")
+    ssh_auth_mount_path: str | None = Field(default=None, alias="sshAuthMountPath")
+    launcher_creation_policy: str | None = Field(default=None, alias="launcherCreationPolicy")
+    mpi_implementation: str | None = Field(default=None, alias="mpiImplementation")
+
+    def replica(self, kind: ReplicaType) -> ReplicaSpec | None:
+        return (self.mpi_replica_specs or {}).get(kind.value)
+
+
+class ObjectMeta(_Model):
+    name: str = ""
+    namespace: str = ""
+    uid: str = ""
+    generation: int | None = None
+    labels: dict[str, str] = Field(default_factory=dict)
+    annotations: dict[str, str] = Field(default_factory=dict)
+    deletion_timestamp: str | None = Field(default=None, alias="deletionTimestamp")
+
+
+class JobCondition(_Model):
+    type: str
+    status: str
+    reason: str = ""
+    message: str = ""
+    last_update_time: str | None = Field(default=None, alias="lastUpdateTime")
+    last_transition_time: str | None = Field(default=None, alias="lastTransitionTime")
+
+
+class ReplicaStatus(_Model):
+    active: int = 0
+    succeeded: int = 0
+    failed: int = 0
+
+
+class JobStatus(_Model):
+    conditions: list[JobCondition] = Field(default_factory=list)
+    replica_statuses: dict[str, ReplicaStatus] | None = Field(default=None, alias="replicaStatuses")
+    start_time: str | None = Field(default=None, alias="startTime")
+    completion_time: str | None = Field(default=None, alias="completionTime")
+    last_reconcile_time: str | None = Field(default=None, alias="lastReconcileTime")
+
+
+class MPIJob(_Model):
+    api_version: str = Field(default=API_VERSION, alias="apiVersion")
+    kind: str = KIND
+    metadata: ObjectMeta = Field(default_factory=ObjectMeta)
+    spec: MPIJobSpec = Field(default_factory=MPIJobSpec)
+    status: JobStatus = Field(default_factory=JobStatus)

@@ -1,0 +1,190 @@
+"""Upstream ``ValidateMPIJob``: every error with its field path and upstream's wording, in upstream's order.
+
+Formatting follows apimachinery's ``field.Error``: ``<path>: Required value: ...``,
+``<path>: Invalid value: <v>: ...``, ``<path>: Unsupported value: "<v>": supported values: ...``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass
+from typing import Any
+
+from app.api.types import (
+    KUBEFLOW_JOB_CONTROLLER,
+    MULTIKUEUE_CONTROLLER,
+    CleanPodPolicy,
+    MPIImplementation,
+    MPIJob,
+    MPIJobSpec,
+    ReplicaSpec,
+    ReplicaType,
+    RestartPolicy,
+    RunPolicy,
+)
+
+_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
+_DNS1035_MAX = 63
+_DNS1035_MESSAGE = (
+    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
+    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
+    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
+)
+
+
+@dataclass(frozen=True, slots=True)
+class FieldError:
+    """One validation error, rendered like apimachinery's ``field.Error.Error()``."""
+
+    field: str
+    kind: str  # "Required", "Invalid" or "NotSupported"
+    detail: str
+    value: Any = None
+    supported: tuple[str, ...] = ()
+
+    def __str__(self) -> str:
+        if self.kind == "Required":
+            return f"{self.field}: Required value: {self.detail}"
+        if self.kind == "NotSupported":
+            options = ", ".join(json.dumps(s) for s in self.supported)
+            return f"{self.field}: Unsupported value: {_quote(self.value)}: supported values: {options}"
+        return f"{self.field}: Invalid value: {_quote(self.value)}: {self.detail}"
+
+
+def _quote(value: Any) -> str:
+    return json.dumps(value) if isinstance(value, str) else str(value)
+
+
+def aggregate(errors: list[FieldError]) -> str:
+    """``errors.ToAggregate().Error()``: one message alone, several as ``[a, b]`` without duplicates."""
+    messages = list(dict.fromkeys(str(e) for e in errors))
+    return messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
+
+
+def validate(job: MPIJob) -> list[FieldError]:
+    """Validate a *defaulted* MPIJob; an empty list means valid."""
+    return [*_validate_name(job), *_validate_spec(job.spec, "spec")]
+
+
+def dns1035_errors(value: str) -> list[str]:
+    errors = []
+    if len(value) > _DNS1035_MAX:
+        errors.append(f"must be no more than {_DNS1035_MAX} characters")
+    if not _DNS1035.match(value):
+        errors.append(_DNS1035_MESSAGE)
+    return errors
+
+
+def _validate_name(job: MPIJob) -> list[FieldError]:
+    worker = job.spec.replica(ReplicaType.WORKER)
+    replicas = worker.replicas if worker is not None and worker.replicas and worker.replicas > 0 else 1
+    hostname = f"{job.metadata.name}-worker-{replicas - 1}"
+    problems = dns1035_errors(hostname)
+    if not problems:
+        return []
+    detail = f"will not able to create pod and service with invalid DNS label {json.dumps(hostname)}: " + (
+        ", ".join(problems)
+    )
+    return [FieldError("metadata.name", "Invalid", detail, job.metadata.name)]
+
+
+def _validate_spec(spec: MPIJobSpec, path: str) -> list[FieldError]:
+    errors = _validate_replica_specs(spec.mpi_replica_specs, f"{path}.mpiReplicaSpecs")
+    if spec.slots_per_worker is None:
+        errors.append(
+            FieldError(f"{path}.slotsPerWorker", "Required", "must have number of slots per worker")
+        )
+    else:
+        errors += _non_negative(spec.slots_per_worker, f"{path}.slotsPerWorker")
+    errors += _validate_run_policy(spec.run_policy, f"{path}.runPolicy")
+    if not spec.ssh_auth_mount_path:
+        errors.append(
+            FieldError(f"{path}.sshAuthMountPath", "Required", "must have a mount path for SSH credentials")
+        )
+    implementations = sorted(m.value for m in MPIImplementation)
+    if spec.mpi_implementation not in implementations:
+        errors.append(
+            FieldError(
+                f"{path}.mpiImplementation",
+                "NotSupported",
+                "",
+                spec.mpi_implementation,
+                tuple(implementations),
+            )
+        )
+    return errors
+
+
+def _validate_replica_specs(specs: dict[str, ReplicaSpec | None] | None, path: str) -> list[FieldError]:
+    if specs is None:
+        return [FieldError(path, "Required", "must have replica specs")]
+    errors: list[FieldError] = []
+    launcher_path = f"{path}[{ReplicaType.LAUNCHER}]"
+    launcher = specs.get(ReplicaType.LAUNCHER)
+    if launcher is None:
+        errors.append(FieldError(launcher_path, "Required", f"must have {ReplicaType.LAUNCHER} replica spec"))
+    else:
+        errors += _validate_replica_spec(launcher, launcher_path)
+        if launcher.replicas is not None and launcher.replicas != 1:
+            errors.append(FieldError(f"{launcher_path}.replicas", "Invalid", "must be 1", launcher.replicas))
+    worker_path = f"{path}[{ReplicaType.WORKER}]"
+    worker = specs.get(ReplicaType.WORKER)
+    if worker is not None:
+        errors += _validate_replica_spec(worker, worker_path)
+        if worker.replicas is not None and worker.replicas <= 0:
+            errors.append(
+                FieldError(
+                    f"{worker_path}.replicas",
+                    "Invalid",
+                    "must be greater than or equal to 1",
+                    worker.replicas,
+                )
+            )
+    return errors
+
+
+def _validate_replica_spec(spec: ReplicaSpec, path: str) -> list[FieldError]:
+    errors: list[FieldError] = []
+    if spec.replicas is None:
+        errors.append(FieldError(f"{path}.replicas", "Required", "must define number of replicas"))
+    allowed = (RestartPolicy.NEVER.value, RestartPolicy.ON_FAILURE.value)
+    if spec.restart_policy not in allowed:
+        errors.append(
+            FieldError(f"{path}.restartPolicy", "NotSupported", "", spec.restart_policy or "", allowed)
+        )
+    containers = (spec.template.get("spec") or {}).get("containers") or []
+    if not containers:
+        errors.append(
+            FieldError(f"{path}.template.spec.containers", "Required", "must define at least one container")
+        )
+    return errors
+
+
+def _validate_run_policy(policy: RunPolicy, path: str) -> list[FieldError]:
+    errors: list[FieldError] = []
+    if policy.clean_pod_policy is None:
+        errors.append(FieldError(f"{path}.cleanPodPolicy", "Required", "must have clean Pod policy"))
+    else:
+        allowed = tuple(sorted(p.value for p in CleanPodPolicy))
+        if policy.clean_pod_policy not in allowed:
+            errors.append(
+                FieldError(f"{path}.cleanPodPolicy", "NotSupported", "", policy.clean_pod_policy, allowed)
+            )
+    for name, value in (
+        ("ttlSecondsAfterFinished", policy.ttl_seconds_after_finished),
+        ("activeDeadlineSeconds", policy.active_deadline_seconds),
+        ("backoffLimit", policy.backoff_limit),
+    ):
+        if value is not None:
+            errors += _non_negative(value, f"{path}.{name}")
+    managers = (KUBEFLOW_JOB_CONTROLLER, MULTIKUEUE_CONTROLLER)
+    if policy.managed_by is not None and policy.managed_by not in managers:
+        errors.append(FieldError(f"{path}.managedBy", "NotSupported", "", policy.managed_by, managers))
+    return errors
+
+
+def _non_negative(value: int, path: str) -> list[FieldError]:
+    if value < 0:
+        return [FieldError(path, "Invalid", "must be greater than or equal to 0", value)]
+    return []

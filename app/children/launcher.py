@@ -1,0 +1,107 @@
+"""The launcher ``batch/v1`` Job ``<job>-launcher``: runs ``mpirun`` with the hostfile and SSH keys."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.api.types import MPIImplementation, MPIJob, ReplicaType
+from app.children import pods
+from app.core import names
+
+_SSH_CONNECT_ARGS = "-o ConnectionAttempts=10"
+_MODE_0444 = 0o444
+_MODE_0555 = 0o555
+
+
+def launcher_env(job: MPIJob) -> list[dict[str, str]]:
+    """Env appended to the launcher's first container, in upstream's order."""
+    slots = str(job.spec.slots_per_worker)
+    env = [{"name": "K_MPI_JOB_ROLE", "value": names.LAUNCHER}]
+    implementation = job.spec.mpi_implementation
+    if implementation == MPIImplementation.OPENMPI:
+        env += [
+            {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "true"},
+            {"name": "OMPI_MCA_orte_default_hostfile", "value": names.HOSTFILE_PATH},
+            {"name": "OMPI_MCA_plm_rsh_args", "value": _SSH_CONNECT_ARGS},
+            {"name": "OMPI_MCA_orte_set_default_slots", "value": slots},
+        ]
+    elif implementation == MPIImplementation.INTEL:
+        env += [
+            {"name": "I_MPI_HYDRA_HOST_FILE", "value": names.HOSTFILE_PATH},
+            {"name": "I_MPI_HYDRA_BOOTSTRAP_EXEC_EXTRA_ARGS", "value": _SSH_CONNECT_ARGS},
+            {"name": "I_MPI_PERHOST", "value": slots},
+        ]
+    elif implementation == MPIImplementation.MPICH:
+        env += [
+            {"name": "HYDRA_HOST_FILE", "value": names.HOSTFILE_PATH},
+            {"name": "HYDRA_LAUNCH_EXTRA_ARGS", "value": _SSH_CONNECT_ARGS},
+        ]
+    if not job.spec.run_launcher_as_worker:
+        # Keep GPUs invisible to a launcher that only runs mpirun (no ``value``: the apiserver drops "").
+        env += [{"name": "NVIDIA_VISIBLE_DEVICES"}, {"name": "NVIDIA_DRIVER_CAPABILITIES"}]
+    return env
+
+
+def config_volume(job: str) -> dict[str, Any]:
+    return {
+        "name": names.CONFIG_VOLUME,
+        "configMap": {
+            "name": names.config_name(job),
+            "items": [
+                {"key": names.HOSTFILE_KEY, "path": names.HOSTFILE_KEY, "mode": _MODE_0444},
+                {"key": names.DISCOVER_HOSTS_KEY, "path": names.DISCOVER_HOSTS_KEY, "mode": _MODE_0555},
+            ],
+        },
+    }
+
+
+def build_launcher_template(job: MPIJob) -> dict[str, Any]:
+    replica = job.spec.replica(ReplicaType.LAUNCHER)
+    assert replica is not None
+    name = job.metadata.name
+    labels, annotations = pods.template_metadata(replica.template)
+    labels.update(names.pod_labels(name, names.LAUNCHER))
+    if job.spec.run_launcher_as_worker:
+        labels[names.REPLICA_INDEX_LABEL] = "0"
+    mount_path = job.spec.ssh_auth_mount_path or names.SSH_ROOT_PATH
+    spec = pods.base_spec(replica.template)
+    spec = {**spec, "hostname": names.launcher_name(name), "subdomain": name}
+    spec = pods.dns_policy_for_host_network(spec)
+    spec = pods.decorate_first_container(
+        spec,
+        env=launcher_env(job),
+        mounts=[
+            {"name": names.SSH_AUTH_VOLUME, "mountPath": mount_path},
+            {"name": names.CONFIG_VOLUME, "mountPath": names.CONFIG_MOUNT_PATH},
+        ],
+    )
+    spec["restartPolicy"] = pods.restart_policy(replica.restart_policy, "OnFailure")
+    spec = pods.with_volumes(spec, [pods.ssh_volume(name, mount_path), config_volume(name)])
+    metadata: dict[str, Any] = {"labels": labels}
+    if annotations:
+        metadata["annotations"] = annotations
+    return {"metadata": metadata, "spec": spec}
+
+
+def build_launcher(job: MPIJob) -> dict[str, Any]:
+    """The launcher Job. ``suspend`` is never emitted: a suspended MPIJob has no launcher (see sync)."""
+    policy = job.spec.run_policy
+    spec: dict[str, Any] = {}
+    if policy.ttl_seconds_after_finished is not None:
+        spec["ttlSecondsAfterFinished"] = policy.ttl_seconds_after_finished
+    if policy.active_deadline_seconds is not None:
+        spec["activeDeadlineSeconds"] = policy.active_deadline_seconds
+    if policy.backoff_limit is not None:
+        spec["backoffLimit"] = policy.backoff_limit
+    spec["podReplacementPolicy"] = "Failed"
+    spec["template"] = build_launcher_template(job)
+    return {
+        "apiVersion": "batch/v1",
+        "kind": "Job",
+        "metadata": {
+            "name": names.launcher_name(job.metadata.name),
+            "namespace": job.metadata.namespace,
+            "labels": names.owned_labels(job.metadata.name),
+        },
+        "spec": spec,
+    }

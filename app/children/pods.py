@@ -1,0 +1,76 @@
+"""Decorations shared by the launcher's pod template and the worker Pods.
+
+Each helper returns new dicts and never mutates the MPIJob's template: the parsed parent may be
+reused (and, for workers, one decorated spec is shared by every Pod of the response).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.core import names
+from app.core.quantity import canonical_pod_spec
+
+_SECRET_MODE_0600 = 0o600
+
+
+def template_metadata(template: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
+    """Labels (without Metacontroller's ``controller-uid``) and annotations of a pod template."""
+    metadata = template.get("metadata") or {}
+    labels = {k: str(v) for k, v in (metadata.get("labels") or {}).items() if k != names.CONTROLLER_UID_LABEL}
+    annotations = {k: str(v) for k, v in (metadata.get("annotations") or {}).items()}
+    return labels, annotations
+
+
+def base_spec(template: dict[str, Any]) -> dict[str, Any]:
+    """The template's pod spec with canonical quantities (a shallow copy; nested values are shared)."""
+    return canonical_pod_spec(template.get("spec") or {})
+
+
+def ssh_volume(job: str, mount_path: str) -> dict[str, Any]:
+    secret: dict[str, Any] = {"secretName": names.ssh_secret_name(job)}
+    if mount_path == names.SSH_ROOT_PATH:
+        # sshd refuses keys readable by others; upstream sets the mode only for the root path.
+        secret["defaultMode"] = _SECRET_MODE_0600
+    secret["items"] = [
+        {"key": names.SSH_PRIVATE_KEY, "path": "id_rsa"},
+        {"key": names.SSH_PUBLIC_KEY, "path": "id_rsa.pub"},
+        {"key": names.SSH_PUBLIC_KEY, "path": "authorized_keys"},
+    ]
+    return {"name": names.SSH_AUTH_VOLUME, "secret": secret}
+
+
+def with_volumes(spec: dict[str, Any], volumes: list[dict[str, Any]]) -> dict[str, Any]:
+    return {**spec, "volumes": [*(spec.get("volumes") or []), *volumes]}
+
+
+def decorate_first_container(
+    spec: dict[str, Any],
+    env: list[dict[str, str]],
+    mounts: list[dict[str, str]],
+    default_command: list[str] | None = None,
+) -> dict[str, Any]:
+    """Append env and mounts to container[0] (upstream touches only the first container)."""
+    containers = list(spec.get("containers") or [])
+    if not containers:
+        return spec
+    first = dict(containers[0])
+    if default_command and not first.get("command") and not first.get("args"):
+        first["command"] = list(default_command)
+    first["env"] = [*(first.get("env") or []), *env]
+    first["volumeMounts"] = [*(first.get("volumeMounts") or []), *mounts]
+    containers[0] = first
+    return {**spec, "containers": containers}
+
+
+def dns_policy_for_host_network(spec: dict[str, Any]) -> dict[str, Any]:
+    if spec.get("hostNetwork"):
+        return {**spec, "dnsPolicy": "ClusterFirstWithHostNet"}
+    return spec
+
+
+def restart_policy(replica_policy: str | None, default: str) -> str:
+    """Replica ``restartPolicy`` wins over the template's; ``ExitCode`` means ``Never`` for the pod."""
+    if replica_policy == "ExitCode":
+        return "Never"
+    return replica_policy or default

@@ -1,0 +1,27 @@
+"""The headless Service ``<job>``: gives the launcher and every worker a stable DNS name."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.api.types import MPIJob
+from app.core import names
+
+
+def build_service(job: MPIJob) -> dict[str, Any]:
+    name = job.metadata.name
+    spec: dict[str, Any] = {"clusterIP": "None", "selector": names.service_selector(name)}
+    if job.spec.run_launcher_as_worker:
+        # The launcher must resolve itself before it is Ready. ``false`` is never emitted: the
+        # apiserver drops it and Metacontroller would see a difference on every sync.
+        spec["publishNotReadyAddresses"] = True
+    return {
+        "apiVersion": "v1",
+        "kind": "Service",
+        "metadata": {
+            "name": names.service_name(name),
+            "namespace": job.metadata.namespace,
+            "labels": names.owned_labels(name),
+        },
+        "spec": spec,
+    }

@@ -1,0 +1,82 @@
+"""The ``mpijob`` command: ``serve`` runs the hook; ``render`` previews what a job would create."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+import uuid
+from datetime import UTC, datetime
+
+import orjson
+import yaml
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="mpijob", description="MPIJob sync hook for Metacontroller")
+    commands = parser.add_subparsers(dest="command", required=True)
+    serve = commands.add_parser("serve", help="run the hook's HTTP server")
+    serve.add_argument("--host", default="0.0.0.0")
+    serve.add_argument("--port", type=int, default=8080)
+    serve.add_argument("--workers", type=int, default=1, help="uvicorn worker processes")
+    render = commands.add_parser("render", help="print the children and status a first sync would produce")
+    render.add_argument("file", help="MPIJob manifest (YAML or JSON); - for standard input")
+    args = parser.parse_args(argv)
+    if args.command == "serve":
+        return _serve(args.host, args.port, args.workers)
+    return _render(args.file)
+
+
+def _serve(host: str, port: int, workers: int) -> int:
+    import logging
+
+    import uvicorn
+
+    from app.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings()
+    except SettingsError as err:
+        print(f"mpijob: {err}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    uvicorn.run("app.main:app", host=host, port=port, workers=workers, log_level=settings.log_level.lower())
+    return 0
+
+
+def _render(path: str) -> int:
+    from app.core.request import RequestError, decode_request
+    from app.core.sync import sync
+    from app.settings import SettingsError, load_settings
+
+    text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
+    try:
+        settings = load_settings()
+        job = yaml.safe_load(text)
+        if not isinstance(job, dict):
+            raise RequestError("the file holds no MPIJob object")
+        metadata = job.setdefault("metadata", {})
+        metadata.setdefault("namespace", "default")
+        metadata.setdefault("uid", str(uuid.uuid4()))
+        metadata.setdefault("generation", 1)
+        body = orjson.dumps({"controller": {}, "parent": job, "children": {}, "related": {}})
+        result = sync(
+            decode_request(body), now=datetime.now(UTC), keys=settings.key_source(), settings=settings
+        )
+    except (RequestError, SettingsError, yaml.YAMLError) as err:
+        print(f"mpijob: {err}", file=sys.stderr)
+        return 2
+    documents = [_redact(child) for child in result.children]
+    documents.append({"status": result.status})
+    print(yaml.safe_dump_all(documents, sort_keys=False), end="")
+    return 0
+
+
+def _redact(child: dict) -> dict:
+    """A preview must not print a private key."""
+    if child.get("kind") == "Secret":
+        return {**child, "data": {key: "<redacted>" for key in child.get("data", {})}}
+    return child
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,50 @@
+"""Keep every observed child exactly as it is: for jobs we must not change (invalid, external, deleting).
+
+Metacontroller deletes any observed child left out of a response, so "change nothing" means returning
+each one. Re-emitting the object we last applied (Metacontroller keeps it in an annotation) is a no-op
+under its 3-way merge. Without that annotation (server-side apply) a stub of identity is returned,
+which is a no-op for the ``OnDelete`` kinds and keeps the object for the others.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+from app.core.names import CONTROLLER_UID_LABEL, LAST_APPLIED_ANNOTATION
+from app.core.request import Meta, SyncRequest
+
+_KINDS = (
+    ("pods", "v1", "Pod"),
+    ("jobs", "batch/v1", "Job"),
+    ("services", "v1", "Service"),
+    ("secrets", "v1", "Secret"),
+    ("configmaps", "v1", "ConfigMap"),
+    ("volcano_podgroups", "scheduling.volcano.sh/v1beta1", "PodGroup"),
+    ("scheduler_plugins_podgroups", "scheduling.x-k8s.io/v1alpha1", "PodGroup"),
+)
+
+
+def frozen_children(request: SyncRequest) -> list[dict[str, Any]]:
+    children = []
+    for attribute, api_version, kind in _KINDS:
+        for child in (getattr(request.children, attribute) or {}).values():
+            children.append(_as_last_applied(child.metadata, api_version, kind))
+    return children
+
+
+def _as_last_applied(meta: Meta, api_version: str, kind: str) -> dict[str, Any]:
+    applied = (meta.annotations or {}).get(LAST_APPLIED_ANNOTATION)
+    if applied:
+        try:
+            obj = orjson.loads(applied)
+        except orjson.JSONDecodeError:
+            obj = None
+        if isinstance(obj, dict) and obj.get("kind") == kind and obj.get("apiVersion") == api_version:
+            return obj
+    labels = {k: v for k, v in (meta.labels or {}).items() if k != CONTROLLER_UID_LABEL}
+    metadata: dict[str, Any] = {"name": meta.name, "namespace": meta.namespace}
+    if labels:
+        metadata["labels"] = labels
+    return {"apiVersion": api_version, "kind": kind, "metadata": metadata}

@@ -1,0 +1,132 @@
+"""Kubernetes resource quantities in the canonical form the apiserver prints.
+
+A pod template stored in the MPIJob keeps whatever the user wrote (``cpu: 1``, ``memory: 1024Mi``);
+the apiserver returns the child's copy canonicalised (``"1"``, ``"1Gi"``). Emitting the canonical
+form keeps Metacontroller's 3-way merge from seeing a difference that isn't there.
+"""
+
+from __future__ import annotations
+
+import re
+from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
+from typing import Any
+
+_QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?$")
+_BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
+_DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
+_DECIMAL_SUFFIX = {exponent: suffix for suffix, exponent in _DECIMAL.items()}
+_NANO = Decimal("1e-9")
+
+
+def canonical_quantity(value: int | float | str) -> str:
+    """Return ``value`` as the apiserver would print it; unparsable input is returned unchanged."""
+    text = str(value).strip() if not isinstance(value, bool) else str(value)
+    match = _QUANTITY.match(text)
+    if match is None:
+        return text
+    number, suffix = match.group(1), match.group(2) or ""
+    try:
+        amount = Decimal(number)
+    except InvalidOperation:
+        return text
+    if suffix in _BINARY:
+        amount *= 2 ** _BINARY[suffix]
+        form = "binary"
+    elif suffix[:1] in ("e", "E"):
+        amount = amount.scaleb(int(suffix[1:]))
+        form = "exponent"
+    else:
+        amount = amount.scaleb(_DECIMAL[suffix])
+        form = "decimal"
+    # The apiserver keeps nano precision and rounds anything finer up (away from zero).
+    rounding = ROUND_CEILING if amount >= 0 else ROUND_FLOOR
+    amount = amount.quantize(_NANO, rounding=rounding) if amount.as_tuple().exponent < -9 else amount  # type: ignore[operator]
+    if amount == 0:
+        return "0"
+    if form == "binary" and (abs(amount) < 1024 or amount != amount.to_integral_value()):
+        form = "decimal"
+    if form == "binary":
+        return _binary(int(amount))
+    mantissa, exponent = _base10(amount)
+    if form == "decimal" and exponent in _DECIMAL_SUFFIX:
+        return f"{mantissa}{_DECIMAL_SUFFIX[exponent]}"
+    return f"{mantissa}e{exponent}" if exponent else str(mantissa)
+
+
+def _binary(amount: int) -> str:
+    exponent = 0
+    while amount % 1024 == 0 and exponent < 60:
+        amount //= 1024
+        exponent += 10
+    suffix = {0: ""} | {bits: name for name, bits in _BINARY.items()}
+    return f"{amount}{suffix[exponent]}"
+
+
+def _base10(amount: Decimal) -> tuple[int, int]:
+    """Integer mantissa and an exponent that is a multiple of three, with no removable zeros."""
+    sign, digits, exponent = amount.normalize().as_tuple()
+    mantissa = int("".join(map(str, digits)) or "0")
+    assert isinstance(exponent, int)
+    shift = exponent % 3
+    mantissa *= 10**shift
+    exponent -= shift
+    return (-mantissa if sign else mantissa), exponent
+
+
+def _canonical_list(resources: Any) -> Any:
+    if not isinstance(resources, dict):
+        return resources
+    return {
+        name: canonical_quantity(v) if isinstance(v, int | float | str) else v
+        for name, v in resources.items()
+    }
+
+
+def _canonical_requirements(requirements: Any) -> Any:
+    if not isinstance(requirements, dict):
+        return requirements
+    out = dict(requirements)
+    for key in ("limits", "requests"):
+        if key in out:
+            out[key] = _canonical_list(out[key])
+    return out
+
+
+def canonical_pod_spec(spec: dict[str, Any]) -> dict[str, Any]:
+    """A shallow copy of ``spec`` with every quantity canonicalised (containers, overhead, volumes)."""
+    out = dict(spec)
+    for key in ("containers", "initContainers", "ephemeralContainers"):
+        if isinstance(out.get(key), list):
+            out[key] = [_canonical_container(c) for c in out[key]]
+    if "overhead" in out:
+        out["overhead"] = _canonical_list(out["overhead"])
+    if "resources" in out:
+        out["resources"] = _canonical_requirements(out["resources"])
+    if isinstance(out.get("volumes"), list):
+        out["volumes"] = [_canonical_volume(v) for v in out["volumes"]]
+    return out
+
+
+def _canonical_container(container: Any) -> Any:
+    if not isinstance(container, dict) or "resources" not in container:
+        return container
+    return {**container, "resources": _canonical_requirements(container["resources"])}
+
+
+def _canonical_volume(volume: Any) -> Any:
+    if not isinstance(volume, dict):
+        return volume
+    empty_dir = volume.get("emptyDir")
+    if isinstance(empty_dir, dict) and "sizeLimit" in empty_dir:
+        volume = {
+            **volume,
+            "emptyDir": {**empty_dir, "sizeLimit": canonical_quantity(empty_dir["sizeLimit"])},
+        }
+    claim = (volume.get("ephemeral") or {}).get("volumeClaimTemplate") if isinstance(volume, dict) else None
+    if isinstance(claim, dict) and isinstance(claim.get("spec"), dict) and "resources" in claim["spec"]:
+        spec = {**claim["spec"], "resources": _canonical_requirements(claim["spec"]["resources"])}
+        volume = {
+            **volume,
+            "ephemeral": {**volume["ephemeral"], "volumeClaimTemplate": {**claim, "spec": spec}},
+        }
+    return volume

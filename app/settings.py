@@ -1,0 +1,90 @@
+"""Hook settings from ``MPI_OPERATOR_*`` environment variables, mirroring the Go operator's flags.
+
+Validated once at start-up: a bad value stops the process with a message naming the variable.
+"""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+from pydantic import Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from app.core.keys import MIN_SEED_BYTES, KeySource, SeededKeys, random_keys
+
+_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="MPI_OPERATOR_", frozen=True, extra="ignore")
+
+    cluster_domain: str = Field(
+        default="", description="Like --cluster-domain: suffix of the host names in the hostfile."
+    )
+    gang_scheduling: str = Field(
+        default="", description="Like --gang-scheduling: 'volcano', another scheduler name, or empty."
+    )
+    ssh_key_seed_file: Path | None = Field(
+        default=None,
+        description="File with >= 32 secret bytes; SSH keys are derived from it and the job UID.",
+    )
+    log_level: str = Field(default="INFO", description="Python log level of the hook.")
+
+    @field_validator("cluster_domain")
+    @classmethod
+    def _domain(cls, value: str) -> str:
+        value = value.strip().strip(".")
+        if value and (len(value) > 253 or not _DNS1123_SUBDOMAIN.match(value)):
+            raise ValueError("must be a DNS subdomain such as 'cluster.local'")
+        return value
+
+    @field_validator("gang_scheduling")
+    @classmethod
+    def _scheduler(cls, value: str) -> str:
+        value = value.strip()
+        if value and not _DNS1123_SUBDOMAIN.match(value):
+            raise ValueError("must be empty, 'volcano' or a scheduler name (a DNS subdomain)")
+        return value
+
+    @field_validator("ssh_key_seed_file")
+    @classmethod
+    def _seed_file(cls, value: Path | None) -> Path | None:
+        if value is None or str(value) == "":
+            return None
+        try:
+            size = len(value.read_bytes())
+        except OSError as err:
+            raise ValueError(f"cannot read {value}: {err.strerror}") from None
+        if size < MIN_SEED_BYTES:
+            raise ValueError(f"{value} must hold at least {MIN_SEED_BYTES} bytes")
+        return value
+
+    @field_validator("log_level")
+    @classmethod
+    def _level(cls, value: str) -> str:
+        value = value.upper()
+        if value not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
+            raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR")
+        return value
+
+    def key_source(self) -> KeySource:
+        if self.ssh_key_seed_file is None:
+            return random_keys
+        return SeededKeys(self.ssh_key_seed_file.read_bytes())
+
+
+class SettingsError(RuntimeError):
+    """Start-up configuration is invalid; the message names each bad variable."""
+
+
+def load_settings() -> Settings:
+    from pydantic import ValidationError
+
+    try:
+        return Settings()
+    except ValidationError as err:
+        problems = "; ".join(
+            f"MPI_OPERATOR_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in err.errors()
+        )
+        raise SettingsError(f"invalid hook settings: {problems}") from None
