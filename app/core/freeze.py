@@ -42,6 +42,12 @@ def _as_last_applied(meta: Meta, api_version: str, kind: str) -> dict[str, Any]:
         except orjson.JSONDecodeError:
             obj = None
         if isinstance(obj, dict) and obj.get("kind") == kind and obj.get("apiVersion") == api_version:
+            # Metacontroller recorded its own ``controller-uid`` label here; it adds it again itself.
+            labels = (obj.get("metadata") or {}).get("labels")
+            if isinstance(labels, dict):
+                labels.pop(CONTROLLER_UID_LABEL, None)
+                if not labels:
+                    del obj["metadata"]["labels"]
             return obj
     labels = {k: v for k, v in (meta.labels or {}).items() if k != CONTROLLER_UID_LABEL}
     metadata: dict[str, Any] = {"name": meta.name, "namespace": meta.namespace}

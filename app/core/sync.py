@@ -98,7 +98,7 @@ def sync(request: SyncRequest, *, now: datetime, keys: KeySource, settings: Sett
 
 def _hands_off(request: SyncRequest) -> SyncResult:
     """Managed elsewhere or being deleted: every child and the status exactly as they are."""
-    parent = orjson.loads(request.parent)
+    parent = orjson.loads(bytes(request.parent))
     return SyncResult(status=parent.get("status") or {}, children=frozen_children(request))
 
 

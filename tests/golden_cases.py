@@ -1,0 +1,215 @@
+"""The golden scenarios: each builds one recorded-style Metacontroller request (and its settings).
+
+``tests/golden/<case>/request.json`` is written from these builders with ``--update-golden`` and then
+read back from disk, so the files are what is tested (and what the curl smoke test posts).
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import orjson
+
+from app.core.keys import SeededKeys
+from app.core.request import decode_request
+from app.core.sync import sync
+from app.settings import Settings
+from tests.builders import (
+    launcher_pod,
+    mpijob,
+    observe,
+    sync_request,
+    with_job_status,
+    with_pod_status,
+)
+
+GOLDEN = Path(__file__).parent / "golden"
+WIRE = Path(__file__).parent / "fixtures" / "wire"
+NOW = datetime(2026, 5, 4, 9, 0, 30, tzinfo=UTC)
+SEED = b"mpi-operator-hook test seed, not a secret"
+
+CREATED_STATUS = {
+    "conditions": [
+        {
+            "type": "Created",
+            "status": "True",
+            "reason": "MPIJobCreated",
+            "message": "MPIJob default/pi is created.",
+            "lastUpdateTime": "2026-05-04T09:00:01Z",
+            "lastTransitionTime": "2026-05-04T09:00:01Z",
+        }
+    ],
+    "replicaStatuses": {"Worker": {}},
+    "startTime": "2026-05-04T09:00:01Z",
+    "observedGeneration": 1,
+}
+RUNNING_STATUS = {
+    **CREATED_STATUS,
+    "conditions": [
+        *CREATED_STATUS["conditions"],
+        {
+            "type": "Running",
+            "status": "True",
+            "reason": "MPIJobRunning",
+            "message": "MPIJob default/pi is running.",
+            "lastUpdateTime": "2026-05-04T09:00:10Z",
+            "lastTransitionTime": "2026-05-04T09:00:10Z",
+        },
+    ],
+    "replicaStatuses": {"Launcher": {"active": 1}, "Worker": {"active": 2}},
+}
+
+
+# The launcher Job's Pod, as the customize hook delivers it in ``related``.
+LAUNCHER_RUNNING = [launcher_pod("pi", 0, "Running", created="2026-05-04T09:00:02Z")]
+
+
+@dataclass(frozen=True)
+class Case:
+    build: Callable[[], dict[str, Any]]
+    settings: dict[str, str] = field(default_factory=dict)
+    doc: str = ""
+
+
+def first_sync_children(job: dict[str, Any], **settings: str) -> list[dict[str, Any]]:
+    """The children the hook creates on a first sync, as Metacontroller would list them afterwards."""
+    return [observe(c) for c in run(sync_request(job), Settings(**settings))["children"]]
+
+
+def running(children: list[dict[str, Any]], ready: bool = True) -> list[dict[str, Any]]:
+    out = []
+    for child in children:
+        if child["kind"] == "Pod":
+            child = with_pod_status(child, "Running", ready=ready)
+        elif child["kind"] == "Job":
+            child = with_job_status(child, active=1, ready=1, startTime="2026-05-04T09:00:01Z")
+        out.append(child)
+    return out
+
+
+def _invalid_edit() -> dict[str, Any]:
+    job = mpijob().status(RUNNING_STATUS)
+    children = running(first_sync_children(job.build()))
+    edited = job.generation(2).workers(0).impl("OpenMP").build()
+    return sync_request(edited, children, LAUNCHER_RUNNING)
+
+
+def _wait_for_workers(ready: bool) -> dict[str, Any]:
+    job = mpijob().wait_for_workers().status(CREATED_STATUS)
+    children = [c for c in first_sync_children(job.build()) if c["kind"] != "Job"]
+    return sync_request(job.build(), running(children, ready=ready))
+
+
+def _launcher_backoff() -> dict[str, Any]:
+    job = mpijob().run_policy(backoffLimit=1).status(RUNNING_STATUS)
+    children = []
+    for child in running(first_sync_children(job.build())):
+        if child["kind"] == "Job":
+            child = with_job_status(
+                child,
+                failed=2,
+                startTime="2026-05-04T09:00:01Z",
+                conditions=[
+                    {
+                        "type": "Failed",
+                        "status": "True",
+                        "reason": "BackoffLimitExceeded",
+                        "message": "Job has reached the specified backoff limit",
+                        "lastTransitionTime": "2026-05-04T09:00:25Z",
+                    }
+                ],
+            )
+        children.append(child)
+    related = [
+        launcher_pod("pi", 1, "Failed", created="2026-05-04T09:00:02Z", reason="Error1", message="first"),
+        launcher_pod("pi", 2, "Failed", created="2026-05-04T09:00:12Z", reason="Error2", message="second"),
+    ]
+    return sync_request(job.build(), children, related)
+
+
+def _scale_down() -> dict[str, Any]:
+    job = mpijob().workers(3).status(RUNNING_STATUS)
+    children = running(first_sync_children(job.build()))
+    return sync_request(job.generation(2).workers(2).build(), children, LAUNCHER_RUNNING)
+
+
+def _hook_v1_keys() -> dict[str, Any]:
+    job = mpijob().status(RUNNING_STATUS)
+    return sync_request(job.build(), running(first_sync_children(job.build())), version="v1", customize=False)
+
+
+def _managed_by_kueue() -> dict[str, Any]:
+    job = mpijob().run_policy(managedBy="kueue.x-k8s.io/multikueue").status(RUNNING_STATUS)
+    return sync_request(job.build(), running(first_sync_children(mpijob().build())), LAUNCHER_RUNNING)
+
+
+CASES: dict[str, Case] = {
+    "openmpi-first-sync": Case(lambda: sync_request(mpijob().build()), doc="fresh OpenMPI job, 2 workers"),
+    "intel-first-sync": Case(lambda: sync_request(mpijob().impl("Intel").slots(4).build())),
+    "mpich-first-sync": Case(lambda: sync_request(mpijob().impl("MPICH").build())),
+    "launcher-as-worker": Case(lambda: sync_request(mpijob().launcher_as_worker().slots(2).build())),
+    "cluster-domain": Case(
+        lambda: sync_request(mpijob().impl("Intel").build()), settings={"cluster_domain": "cluster.local"}
+    ),
+    "root-ssh-path-defaults": Case(
+        lambda: sync_request(
+            mpijob()
+            .set("spec.sshAuthMountPath", "/root/.ssh")
+            .set("spec.runPolicy", {})
+            .set("spec.mpiReplicaSpecs.Launcher.replicas", None)
+            .build()
+        ),
+        doc="Go-side defaults: cleanPodPolicy None, launcher replicas 1",
+    ),
+    "running-steady": Case(
+        lambda: sync_request(
+            mpijob().status(RUNNING_STATUS).build(), running(first_sync_children(mpijob().build())), LAUNCHER_RUNNING
+        ),
+        doc="all children exist and run: nothing changes",
+    ),
+    "wait-for-workers-pending": Case(lambda: _wait_for_workers(ready=False)),
+    "wait-for-workers-ready": Case(lambda: _wait_for_workers(ready=True)),
+    "suspended-at-creation": Case(lambda: sync_request(mpijob().suspend().build())),
+    "invalid-new-job": Case(
+        lambda: sync_request(
+            mpijob()
+            .workers(0)
+            .impl("OpenMP")
+            .slots(-1)
+            .set("spec.mpiReplicaSpecs.Launcher.replicas", 2)
+            .run_policy(cleanPodPolicy="Sometimes")
+            .build()
+        )
+    ),
+    "invalid-edit-running-job": Case(_invalid_edit, doc="children are kept exactly as last applied"),
+    "managed-by-multikueue": Case(_managed_by_kueue),
+    "launcher-backoff-limit": Case(_launcher_backoff),
+    "scale-down": Case(_scale_down),
+    "hook-v1-keys-no-customize": Case(_hook_v1_keys),
+}
+
+
+def run(request: dict[str, Any] | bytes, settings: Settings | None = None) -> dict[str, Any]:
+    body = request if isinstance(request, bytes) else orjson.dumps(request)
+    result = sync(decode_request(body), now=NOW, keys=SeededKeys(SEED), settings=settings or Settings())
+    return orjson.loads(orjson.dumps(result.response()))
+
+
+def all_cases() -> list[tuple[str, Path, dict[str, str]]]:
+    """(name, request file, settings) for every golden case: builder cases and the wire fixtures."""
+    cases = [(name, GOLDEN / name / "request.json", case.settings) for name, case in CASES.items()]
+    cases += [(f"wire-{p.stem}", p, {}) for p in sorted(WIRE.glob("*.json"))]
+    return cases
+
+
+def response_path(name: str) -> Path:
+    return GOLDEN / name / "response.json"
+
+
+def dump(obj: Any) -> str:
+    return json.dumps(obj, indent=2, sort_keys=True) + "\n"

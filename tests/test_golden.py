@@ -1,0 +1,54 @@
+"""Golden files: recorded-style sync requests → the exact responses, one folder per scenario.
+
+Regenerate with ``pytest tests/test_golden.py --update-golden`` and review the diff: every change to a
+response is a change in what the hook tells Metacontroller to create, keep or delete.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from app.settings import Settings
+from tests.golden_cases import CASES, all_cases, dump, response_path, run
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_request_files_match_builders(name: str, update_golden: bool) -> None:
+    path = response_path(name).parent / "request.json"
+    expected = dump(CASES[name].build())
+    if update_golden:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(expected)
+    assert path.read_text() == expected, f"{path} is stale: run pytest --update-golden and review the diff"
+
+
+@pytest.mark.parametrize(("name", "request_file", "settings"), all_cases(), ids=[c[0] for c in all_cases()])
+def test_golden_response(name: str, request_file: Path, settings: dict[str, str], update_golden: bool) -> None:
+    response = run(request_file.read_bytes(), Settings(**settings))
+    path = response_path(name)
+    if update_golden:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(dump(response))
+    expected = json.loads(path.read_text())
+    assert response == expected, f"{name}: response differs from {path}; run --update-golden and review"
+
+
+@pytest.mark.parametrize("name", ["running-steady", "hook-v1-keys-no-customize", "managed-by-multikueue"])
+def test_steady_state_writes_nothing(name: str) -> None:
+    """Once a job is steady, the status we return equals the stored one: no write, no sync loop."""
+    request = json.loads((response_path(name).parent / "request.json").read_text())
+    response = run(request, Settings(**CASES[name].settings))
+    assert response["status"] == request["parent"]["status"]
+    assert response["resyncAfterSeconds"] == 0
+
+
+def test_response_is_stable_across_hook_versions() -> None:
+    """Hook v1 keys children by name, v2 by namespace/name: the answer must not depend on it."""
+    v1 = json.loads((response_path("hook-v1-keys-no-customize").parent / "request.json").read_text())
+    v2 = json.loads(json.dumps(v1))
+    for kind, objects in v1["children"].items():
+        v2["children"][kind] = {f"default/{name}": obj for name, obj in objects.items()}
+    assert run(v1) == run(v2)
