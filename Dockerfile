@@ -1,0 +1,25 @@
+# Image for the mpi-operator-hook service (see deploy/deployment.yaml).
+#   docker build -t ghcr.io/mpi-operator-hook/mpi-operator-hook:0.1.0 .
+FROM python:3.11-slim
+
+ENV PYTHONDONTWRITEBYTECODE=1 \
+    PYTHONUNBUFFERED=1 \
+    PIP_DISABLE_PIP_VERSION_CHECK=1
+
+# A fixed numeric uid/gid so Kubernetes' runAsNonRoot can verify it; matches runAsUser in the Deployment.
+RUN groupadd --gid 65532 nonroot \
+    && useradd --uid 65532 --gid 65532 --no-create-home --home-dir /nonexistent --shell /usr/sbin/nologin nonroot
+
+# Dependencies ship as wheels (no compiler needed). The source tree is removed after installing; only
+# site-packages and the `mpijob` entry point remain.
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY app ./app
+RUN pip install --no-cache-dir . \
+    && cd / && rm -rf /src
+WORKDIR /
+
+USER 65532:65532
+EXPOSE 8080
+ENTRYPOINT ["mpijob"]
+CMD ["serve", "--host", "0.0.0.0", "--port", "8080"]
