@@ -143,7 +143,9 @@ def observe(child: dict[str, Any], *, uid: str | None = None) -> dict[str, Any]:
     return obj
 
 
-def with_pod_status(pod: dict[str, Any], phase: str, *, ready: bool = False, reason: str = "") -> dict[str, Any]:
+def with_pod_status(
+    pod: dict[str, Any], phase: str, *, ready: bool = False, reason: str = ""
+) -> dict[str, Any]:
     pod = copy.deepcopy(pod)
     status: dict[str, Any] = {
         "phase": phase,
@@ -161,9 +163,9 @@ def with_job_status(job: dict[str, Any], **status: Any) -> dict[str, Any]:
     return job
 
 
-def launcher_pod(job_name: str, index: int, phase: str, *, created: str, reason: str = "", message: str = "") -> (
-    dict[str, Any]
-):
+def launcher_pod(
+    job_name: str, index: int, phase: str, *, created: str, reason: str = "", message: str = ""
+) -> dict[str, Any]:
     status: dict[str, Any] = {"phase": phase}
     if reason:
         status["reason"] = reason

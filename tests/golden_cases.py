@@ -168,7 +168,9 @@ CASES: dict[str, Case] = {
     ),
     "running-steady": Case(
         lambda: sync_request(
-            mpijob().status(RUNNING_STATUS).build(), running(first_sync_children(mpijob().build())), LAUNCHER_RUNNING
+            mpijob().status(RUNNING_STATUS).build(),
+            running(first_sync_children(mpijob().build())),
+            LAUNCHER_RUNNING,
         ),
         doc="all children exist and run: nothing changes",
     ),

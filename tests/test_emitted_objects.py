@@ -78,8 +78,7 @@ def test_child_has_no_zero_values(child: dict[str, Any]) -> None:
     zeros = [
         path
         for path, value in walk(child)
-        if (value is False or value == "" or value == {} or value == [])
-        and not path.startswith(".status")
+        if (value is False or value == "" or value == {} or value == []) and not path.startswith(".status")
     ]
     assert zeros == []
 

@@ -26,7 +26,9 @@ def test_request_files_match_builders(name: str, update_golden: bool) -> None:
 
 
 @pytest.mark.parametrize(("name", "request_file", "settings"), all_cases(), ids=[c[0] for c in all_cases()])
-def test_golden_response(name: str, request_file: Path, settings: dict[str, str], update_golden: bool) -> None:
+def test_golden_response(
+    name: str, request_file: Path, settings: dict[str, str], update_golden: bool
+) -> None:
     response = run(request_file.read_bytes(), Settings(**settings))
     path = response_path(name)
     if update_golden:
