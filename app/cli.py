@@ -48,13 +48,19 @@ def _render(path: str) -> int:
     from app.core.sync import sync
     from app.settings import SettingsError, load_settings
 
-    text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
+    try:
+        text = sys.stdin.read() if path == "-" else open(path, encoding="utf-8").read()  # noqa: SIM115
+    except OSError as err:
+        print(f"mpijob: cannot read {path}: {err.strerror}", file=sys.stderr)
+        return 2
     try:
         settings = load_settings()
         job = yaml.safe_load(text)
         if not isinstance(job, dict):
             raise RequestError("the file holds no MPIJob object")
-        metadata = job.setdefault("metadata", {})
+        if not isinstance(job.get("metadata"), dict):
+            job["metadata"] = {}
+        metadata = job["metadata"]
         metadata.setdefault("namespace", "default")
         metadata.setdefault("uid", str(uuid.uuid4()))
         metadata.setdefault("generation", 1)

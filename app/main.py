@@ -32,6 +32,9 @@ MAX_BODY_BYTES = 512 * 1024 * 1024
 def create_app(settings: Settings | None = None, keys: KeySource | None = None) -> FastAPI:
     settings = settings or load_settings()
     keys = keys or settings.key_source()
+    if not logging.getLogger().handlers:
+        logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    log.setLevel(settings.log_level)
     metrics = Metrics()
     app = FastAPI(title="mpi-operator-hook", docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -43,6 +46,8 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
     @app.post("/sync")
     async def sync_hook(request: Request) -> Response:
         started = time.perf_counter()
+        if _too_large(request):
+            return _bad_request("request body too large", 413)
         body = await request.body()
         try:
             result, payload = await run_in_threadpool(answer_sync, body)
@@ -68,6 +73,8 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
 
     @app.post("/customize")
     async def customize_hook(request: Request) -> Response:
+        if _too_large(request):
+            return _bad_request("request body too large", 413)
         body = await request.body()
         try:
             payload = orjson.dumps(customize(body))
@@ -92,8 +99,13 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
     return app
 
 
-def _bad_request(message: str) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=400)
+def _bad_request(message: str, status_code: int = 400) -> JSONResponse:
+    return JSONResponse({"error": message}, status_code=status_code)
+
+
+def _too_large(request: Request) -> bool:
+    length = request.headers.get("content-length", "")
+    return length.isdigit() and int(length) > MAX_BODY_BYTES
 
 
 def __getattr__(name: str) -> FastAPI:

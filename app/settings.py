@@ -47,10 +47,15 @@ class Settings(BaseSettings):
             raise ValueError("must be empty, 'volcano' or a scheduler name (a DNS subdomain)")
         return value
 
+    @field_validator("ssh_key_seed_file", mode="before")
+    @classmethod
+    def _unset_when_empty(cls, value: object) -> object:
+        return None if isinstance(value, str) and not value.strip() else value
+
     @field_validator("ssh_key_seed_file")
     @classmethod
     def _seed_file(cls, value: Path | None) -> Path | None:
-        if value is None or str(value) == "":
+        if value is None:
             return None
         try:
             size = len(value.read_bytes())

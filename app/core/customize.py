@@ -9,6 +9,7 @@ from typing import Any
 
 import msgspec
 
+from app.api.types import API_VERSION, KIND
 from app.core import names
 from app.core.request import RequestError
 
@@ -19,6 +20,8 @@ class _Meta(msgspec.Struct, frozen=True):
 
 
 class _Parent(msgspec.Struct, frozen=True):
+    apiVersion: str = ""
+    kind: str = ""
     metadata: _Meta = _Meta()
 
 
@@ -34,6 +37,8 @@ def customize(body: bytes) -> dict[str, Any]:
         parent = _decoder.decode(body).parent
     except (msgspec.ValidationError, msgspec.DecodeError):
         raise RequestError("not a Metacontroller customize request") from None
+    if parent.kind != KIND or parent.apiVersion != API_VERSION:
+        raise RequestError(f"parent must be a {KIND} of apiVersion {API_VERSION}")
     if not parent.metadata.name:
         raise RequestError("customize request has no parent name")
     selector = {

@@ -130,9 +130,28 @@ def _unparsable(request: SyncRequest, err: ValidationError, now: datetime) -> Sy
     except ValidationError:
         raise RequestError("parent MPIJob has malformed metadata or status") from None
     errors = [
-        FieldError(".".join(str(p) for p in e["loc"]), "Invalid", e["msg"], "<value>") for e in err.errors()
+        FieldError(_field_path(e["loc"]), "Invalid", e["msg"], _short(e.get("input"))) for e in err.errors()
     ]
     return _invalid(request, head.metadata, head.status, errors, now)
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    """pydantic's location in upstream's notation: ``spec.mpiReplicaSpecs[Worker].replicas``."""
+    path = ""
+    for index, part in enumerate(loc):
+        in_map = index > 0 and loc[index - 1] == "mpiReplicaSpecs"
+        if in_map or isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def _short(value: object) -> object:
+    """The offending value for a message: scalars as they are (cut short), structures not at all."""
+    if isinstance(value, str):
+        return value[:64]
+    return value if isinstance(value, int | float | bool) or value is None else "<object>"
 
 
 def _replica_statuses(status: JobStatus) -> dict[str, dict[str, int]] | None:
