@@ -132,6 +132,40 @@ def _launcher_backoff() -> dict[str, Any]:
     return sync_request(job.build(), children, related)
 
 
+def _launcher_succeeded() -> dict[str, Any]:
+    job = mpijob().status(RUNNING_STATUS)
+    children = []
+    for child in running(first_sync_children(job.build())):
+        if child["kind"] == "Job":
+            child = with_job_status(
+                child,
+                succeeded=1,
+                startTime="2026-05-04T09:00:01Z",
+                completionTime="2026-05-04T09:00:29Z",
+                conditions=[
+                    {"type": "Complete", "status": "True", "lastTransitionTime": "2026-05-04T09:00:29Z"}
+                ],
+            )
+        children.append(child)
+    return sync_request(job.build(), children)
+
+
+def _worker_evicted() -> dict[str, Any]:
+    job = mpijob().status(RUNNING_STATUS)
+    children = running(first_sync_children(job.build()))
+    children = [
+        with_pod_status(c, "Failed", reason="Evicted") if c["metadata"]["name"] == "pi-worker-1" else c
+        for c in children
+    ]
+    return sync_request(job.build(), children, LAUNCHER_RUNNING)
+
+
+def _resumed() -> dict[str, Any]:
+    suspended = run(sync_request(mpijob().suspend().build()))
+    children = [observe(c) for c in suspended["children"]]
+    return sync_request(mpijob().suspend(False).generation(2).status(suspended["status"]).build(), children)
+
+
 def _scale_down() -> dict[str, Any]:
     job = mpijob().workers(3).status(RUNNING_STATUS)
     children = running(first_sync_children(job.build()))
@@ -192,6 +226,11 @@ CASES: dict[str, Case] = {
     "managed-by-multikueue": Case(_managed_by_kueue),
     "launcher-backoff-limit": Case(_launcher_backoff),
     "scale-down": Case(_scale_down),
+    "launcher-succeeded": Case(_launcher_succeeded),
+    "worker-evicted": Case(_worker_evicted),
+    "resumed": Case(
+        _resumed, doc="Suspended=False/MPIJobResumed, startTime set, workers and launcher created"
+    ),
     "hook-v1-keys-no-customize": Case(_hook_v1_keys),
 }
 

@@ -219,13 +219,15 @@ def _reconcile(
             completion_time = (
                 completion_time or (launcher.status and launcher.status.completionTime) or (st.timestamp(now))
             )
-            st.set_condition(conditions, ConditionType.SUCCEEDED, "True", st.REASON_SUCCEEDED, message, now)
-            events.append(Event("Normal", st.REASON_SUCCEEDED, message))
+            if st.set_condition(
+                conditions, ConditionType.SUCCEEDED, "True", st.REASON_SUCCEEDED, message, now
+            ):
+                events.append(Event("Normal", st.REASON_SUCCEEDED, message))
         elif failed := launcher.condition("Failed"):
             reason, message = _launcher_failure(job, failed.reason, failed.message, observed)
             completion_time = completion_time or st.timestamp(now)
-            st.set_condition(conditions, ConditionType.FAILED, "True", reason, message, now)
-            events.append(Event("Warning", reason, message))
+            if st.set_condition(conditions, ConditionType.FAILED, "True", reason, message, now):
+                events.append(Event("Warning", reason, message))
         else:
             launcher_running = _running_launcher_pods(launcher, observed)
             launcher_status = st.replica_status(active=launcher_running, failed=failed_pods)
@@ -318,11 +320,12 @@ def _desired_children(
     worker_spec = job.spec.replica(ReplicaType.WORKER)
     factory = WorkerFactory(job, settings.cluster_domain) if worker_spec is not None else None
     if factory is not None:
-        if worker_indices:
-            children += [factory.build(i) for i in worker_indices]
-        elif finished:
-            # Finishing now: keep the workers that exist; cleanPodPolicy acts once the status is stored.
+        if finished:
+            # Finishing now: keep the workers that exist, create none; cleanPodPolicy acts once the
+            # status that says "finished" is stored.
             children += [factory.build(i) for i in sorted(observed.workers) if i < replicas]
+        else:
+            children += [factory.build(i) for i in worker_indices]
     if suspended:
         return children
     if observed.launcher is not None or (
