@@ -42,18 +42,29 @@ class FieldError:
     detail: str
     value: Any = None
     supported: tuple[str, ...] = ()
+    # Go's json.Marshal HTML-escapes values of named string types (enums), not plain strings.
+    named_type: bool = False
 
     def __str__(self) -> str:
         if self.kind == "Required":
             return f"{self.field}: Required value: {self.detail}"
         if self.kind == "NotSupported":
             options = ", ".join(json.dumps(s) for s in self.supported)
-            return f"{self.field}: Unsupported value: {_quote(self.value)}: supported values: {options}"
+            value = _quote(self.value, self.named_type)
+            return f"{self.field}: Unsupported value: {value}: supported values: {options}"
         return f"{self.field}: Invalid value: {_quote(self.value)}: {self.detail}"
 
 
-def _quote(value: Any) -> str:
-    return json.dumps(value) if isinstance(value, str) else str(value)
+def _quote(value: Any, html_escaped: bool = False) -> str:
+    """apimachinery's rendering of a bad value: JSON strings with UTF-8 kept."""
+    if value is None:
+        value = ""
+    if not isinstance(value, str):
+        return str(value)
+    text = json.dumps(value, ensure_ascii=False)
+    if not html_escaped:
+        return text
+    return text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
 
 
 def aggregate(errors: list[FieldError]) -> str:
@@ -71,7 +82,7 @@ def dns1035_errors(value: str) -> list[str]:
     errors = []
     if len(value) > _DNS1035_MAX:
         errors.append(f"must be no more than {_DNS1035_MAX} characters")
-    if not _DNS1035.match(value):
+    if not _DNS1035.fullmatch(value):
         errors.append(_DNS1035_MESSAGE)
     return errors
 
@@ -111,6 +122,7 @@ def _validate_spec(spec: MPIJobSpec, path: str) -> list[FieldError]:
                 "",
                 spec.mpi_implementation,
                 tuple(implementations),
+                named_type=True,
             )
         )
     return errors
@@ -151,7 +163,14 @@ def _validate_replica_spec(spec: ReplicaSpec, path: str) -> list[FieldError]:
     allowed = (RestartPolicy.NEVER.value, RestartPolicy.ON_FAILURE.value)
     if spec.restart_policy not in allowed:
         errors.append(
-            FieldError(f"{path}.restartPolicy", "NotSupported", "", spec.restart_policy or "", allowed)
+            FieldError(
+                f"{path}.restartPolicy",
+                "NotSupported",
+                "",
+                spec.restart_policy or "",
+                allowed,
+                named_type=True,
+            )
         )
     containers = (spec.template.get("spec") or {}).get("containers") or []
     if not containers:
@@ -169,7 +188,14 @@ def _validate_run_policy(policy: RunPolicy, path: str) -> list[FieldError]:
         allowed = tuple(sorted(p.value for p in CleanPodPolicy))
         if policy.clean_pod_policy not in allowed:
             errors.append(
-                FieldError(f"{path}.cleanPodPolicy", "NotSupported", "", policy.clean_pod_policy, allowed)
+                FieldError(
+                    f"{path}.cleanPodPolicy",
+                    "NotSupported",
+                    "",
+                    policy.clean_pod_policy,
+                    allowed,
+                    named_type=True,
+                )
             )
     for name, value in (
         ("ttlSecondsAfterFinished", policy.ttl_seconds_after_finished),

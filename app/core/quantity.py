@@ -16,6 +16,7 @@ _BINARY = {"Ki": 10, "Mi": 20, "Gi": 30, "Ti": 40, "Pi": 50, "Ei": 60}
 _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "P": 15, "E": 18}
 _DECIMAL_SUFFIX = {exponent: suffix for suffix, exponent in _DECIMAL.items()}
 _NANO = Decimal("1e-9")
+_MAX_ALLOWED = Decimal(2**63 - 1)
 
 
 def canonical_quantity(value: int | float | str) -> str:
@@ -32,7 +33,7 @@ def canonical_quantity(value: int | float | str) -> str:
     if suffix in _BINARY:
         amount *= 2 ** _BINARY[suffix]
         form = "binary"
-    elif suffix[:1] in ("e", "E"):
+    elif len(suffix) > 1 and suffix[0] in "eE":  # a lone "E" is the exa suffix
         amount = amount.scaleb(int(suffix[1:]))
         form = "exponent"
     else:
@@ -41,6 +42,8 @@ def canonical_quantity(value: int | float | str) -> str:
     # The apiserver keeps nano precision and rounds anything finer up (away from zero).
     rounding = ROUND_CEILING if amount >= 0 else ROUND_FLOOR
     amount = amount.quantize(_NANO, rounding=rounding) if amount.as_tuple().exponent < -9 else amount  # type: ignore[operator]
+    if form == "binary" and abs(amount) > _MAX_ALLOWED:
+        amount = _MAX_ALLOWED.copy_sign(amount)  # the apiserver caps binary quantities at int64
     if amount == 0:
         return "0"
     if form == "binary" and (abs(amount) < 1024 or amount != amount.to_integral_value()):
