@@ -149,7 +149,7 @@ def test_render_reads_standard_input(tmp_path: Path) -> None:
         # Fails validation (upstream's wording and path).
         ("replicas: 2", "replicas: 0", "spec.mpiReplicaSpecs[Worker].replicas"),
         # Does not even parse as an MPIJob.
-        ("replicas: 2", "replicas: two", "spec.mpiReplicaSpecs[Worker].replicas: Invalid value: \"two\""),
+        ("replicas: 2", "replicas: two", 'spec.mpiReplicaSpecs[Worker].replicas: Invalid value: "two"'),
     ],
     ids=["worker-replicas-0", "worker-replicas-not-a-number"],
 )

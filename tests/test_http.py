@@ -301,7 +301,7 @@ def _invalid_running_job(replicas: Any) -> dict[str, Any]:
     ("replicas", "path"),
     [
         (0, "spec.mpiReplicaSpecs[Worker].replicas"),  # fails validation
-        ("two", "spec.mpiReplicaSpecs[Worker].replicas: Invalid value: \"two\""),  # does not even parse
+        ("two", 'spec.mpiReplicaSpecs[Worker].replicas: Invalid value: "two"'),  # does not even parse
     ],
 )
 def test_invalid_job_gets_an_invalid_condition_and_keeps_every_child(

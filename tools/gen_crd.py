@@ -49,8 +49,9 @@ from app.api.types import (  # noqa: E402  (needs the sys.path entry above)
 
 CRD_PATH = ROOT / "crds" / "kubeflow.org_mpijobs.yaml"
 
-# The Kubernetes version whose pod template schema we embed: the cluster version we target.
-K8S_SCHEMA_VERSION = "1.32.0"
+# The Kubernetes version whose pod template schema we embed: the k8s.io/api version upstream v0.8.2 builds
+# with, so every pod field its CRD accepts is accepted here too.
+K8S_SCHEMA_VERSION = "1.35.0"
 
 # Kubernetes' descriptions inside the pod template would nearly triple the file (it appears twice, once per
 # replica type), and `kubectl explain pod.spec` has them anyway. MPIJob fields keep their descriptions.
@@ -98,7 +99,7 @@ HEADER = f"""\
 # - Pod template metadata: labels and annotations are typed, other fields are kept unvalidated (upstream keeps
 #   name, namespace, labels, annotations, finalizers and prunes the rest). containers[].ports and
 #   imagePullSecrets are atomic lists (Kubernetes does not mark their keys protocol/name as required).
-#   Pod fields newer than Kubernetes v{K8S_SCHEMA_VERSION} (upstream uses a newer k8s.io/api) are pruned.
+#   The pod template follows Kubernetes v{K8S_SCHEMA_VERSION}, the k8s.io/api version upstream v0.8.2 uses.
 """
 
 
