@@ -232,6 +232,8 @@ def _reconcile(
             launcher_running = _running_launcher_pods(launcher, observed)
             launcher_status = st.replica_status(active=launcher_running, failed=failed_pods)
         replica_statuses[ReplicaType.LAUNCHER.value] = launcher_status
+    elif suspended and ReplicaType.LAUNCHER.value in replica_statuses:
+        replica_statuses[ReplicaType.LAUNCHER.value] = {}  # its launcher Job is gone while suspended
 
     active = succeeded = failed_workers = evicted = 0
     for index in worker_indices:
@@ -374,8 +376,12 @@ def _finished(
     if worker_spec is not None and kept:
         factory = WorkerFactory(job, settings.cluster_domain)
         children += [factory.build(i) for i in kept]
-    if observed.launcher is not None:
+    launcher = observed.launcher
+    if launcher is not None and (launcher.condition("Complete") or launcher.condition("Failed")):
+        # Kept for its logs until its TTL removes it; never re-created once gone.
         children.append(build_launcher(job))
+    # A launcher still running for a job that already failed (evicted workers) is deleted: it can only
+    # hang on the missing ranks (README: deviations).
     status = st.render(
         conditions, replica_statuses, previous.start_time, previous.completion_time, job.metadata.generation
     )

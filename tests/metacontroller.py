@@ -1,0 +1,554 @@
+"""A fake Metacontroller: drives the sync hook through a job's life the way the real one would.
+
+It keeps a small cluster of objects, builds each hook request exactly as Metacontroller does (every declared
+child kind present, keys per hook version, related Pods from the customize hook), and applies the response
+with Metacontroller's rules (``../shared/docs/metacontroller-contract.md`` §2–§3):
+
+- strict response: only ``status``, ``children``, ``resyncAfterSeconds``, ``finalized``; no ``null`` child;
+  every child has ``kind``, the exact declared ``apiVersion`` and a ``metadata.name``;
+- a ``controller-uid`` label that differs from the parent's UID aborts the sync (nothing applied);
+- observed children left out of the response are deleted (unless already being deleted);
+- absent children are created with uid, ownerReference, ``controller-uid`` and the last-applied annotation;
+- ``OnDelete`` children are never updated; ``InPlace`` ones are updated when the desired object or the
+  3-way merge differs from what is stored; children being deleted are not touched;
+- ``status`` replaces the parent's status wholesale, ``observedGeneration`` injected, and must satisfy the
+  CRD's status schema; it counts as a write only if it differs;
+- a parent being deleted gets its status written but its children are not managed.
+
+It also plays the apiserver and the Job controller where a test needs it: uids and timestamps, launcher Pods,
+Job conditions, TTL deletion, graceful Pod deletion. Counters say how many writes each sync caused, so a
+test can prove a steady job causes none.
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import orjson
+import yaml
+
+from app.core.customize import customize
+from app.core.keys import SeededKeys
+from app.core.request import decode_request
+from app.core.sync import sync
+from app.settings import Settings
+
+ROOT = Path(__file__).resolve().parent.parent
+COMPOSITE_CONTROLLER = ROOT / "metacontroller" / "compositecontroller.yaml"
+CRD = ROOT / "crds" / "kubeflow.org_mpijobs.yaml"
+LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
+RESPONSE_KEYS = {"status", "children", "resyncAfterSeconds", "finalized"}
+KIND_OF_RESOURCE = {
+    "jobs": "Job",
+    "pods": "Pod",
+    "services": "Service",
+    "secrets": "Secret",
+    "configmaps": "ConfigMap",
+    "podgroups": "PodGroup",
+}
+START = datetime(2026, 5, 4, 9, 0, 0, tzinfo=UTC)
+SEED = b"fake metacontroller test seed, not a secret"
+
+
+class ContractViolation(AssertionError):
+    """The hook answered something the real Metacontroller would reject or act on destructively."""
+
+
+def stamp(moment: datetime) -> str:
+    return moment.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _gvk_key(api_version: str, kind: str) -> str:
+    """Metacontroller's outer key: ``Kind.version`` (core) or ``Kind.group/version``."""
+    return f"{kind}.{api_version}"
+
+
+def _status_schema() -> dict[str, Any]:
+    crd = yaml.safe_load(CRD.read_text())
+    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v2beta1")
+    return _plain_schema(version["schema"]["openAPIV3Schema"]["properties"]["status"])
+
+
+def _plain_schema(node: Any) -> Any:
+    """Drop Kubernetes' ``x-`` extensions so jsonschema reads the rest as draft 7."""
+    if isinstance(node, dict):
+        return {k: _plain_schema(v) for k, v in node.items() if not k.startswith("x-")}
+    if isinstance(node, list):
+        return [_plain_schema(v) for v in node]
+    return node
+
+
+@dataclass
+class Writes:
+    """What one sync did to the cluster."""
+
+    status: int = 0
+    created: list[str] = field(default_factory=list)
+    updated: list[str] = field(default_factory=list)
+    deleted: list[str] = field(default_factory=list)
+
+    @property
+    def total(self) -> int:
+        return self.status + len(self.created) + len(self.updated) + len(self.deleted)
+
+
+@dataclass
+class Golden:
+    """Records (or checks) each step's request and response under ``folder``."""
+
+    folder: Path
+    update: bool
+    step: int = 0
+
+    def check(self, request: dict[str, Any], response: dict[str, Any]) -> None:
+        self.step += 1
+        for suffix, payload in (("request", request), ("response", response)):
+            path = self.folder / f"{self.step:02d}-{suffix}.json"
+            text = json.dumps(payload, indent=2, sort_keys=True) + "\n"
+            if self.update:
+                path.parent.mkdir(parents=True, exist_ok=True)
+                path.write_text(text)
+            elif not path.exists() or path.read_text() != text:
+                raise AssertionError(f"{path} differs: run pytest --update-golden and review the diff")
+
+
+class FakeMetacontroller:
+    def __init__(
+        self,
+        controller: dict[str, Any] | None = None,
+        *,
+        settings: Settings | None = None,
+        golden: Golden | None = None,
+        hook: Callable[[dict[str, Any]], dict[str, Any]] | None = None,
+    ) -> None:
+        self.controller = controller or yaml.safe_load(COMPOSITE_CONTROLLER.read_text())
+        self.settings = settings or Settings()
+        self.keys = SeededKeys(SEED)
+        self.golden = golden
+        self.hook = hook or self._call_sync_hook
+        self.now = START
+        self.objects: dict[tuple[str, str], dict[str, Any]] = {}  # (gvk key, name) -> object
+        self.parent: dict[str, Any] | None = None
+        self.history: list[Writes] = []
+        self.last_response: dict[str, Any] = {}
+        self._uids = 0
+        self._resource_version = 1000
+        self._status_schema = _status_schema()
+        spec = self.controller["spec"]
+        self.strategies = {
+            _gvk_key(c["apiVersion"], KIND_OF_RESOURCE[c["resource"]]): c.get("updateStrategy", {}).get(
+                "method", "OnDelete"
+            )
+            for c in spec["childResources"]
+        }
+        self.version = spec["hooks"]["sync"].get("version", "v1")
+
+    # --- the apiserver -----------------------------------------------------------------------------
+
+    def _uid(self, prefix: str) -> str:
+        self._uids += 1
+        return f"{prefix}-{self._uids:04d}"
+
+    def _bump(self, obj: dict[str, Any]) -> None:
+        self._resource_version += 1
+        obj["metadata"]["resourceVersion"] = str(self._resource_version)
+
+    def advance(self, seconds: float) -> None:
+        self.now += timedelta(seconds=seconds)
+
+    def apply_mpijob(self, job: dict[str, Any]) -> None:
+        """``kubectl apply``: create the MPIJob, or replace its spec (generation +1 when it changes)."""
+        job = copy.deepcopy(job)
+        meta = job.setdefault("metadata", {})
+        meta.setdefault("namespace", "default")
+        if self.parent is None:
+            meta.update(uid=self._uid("mpijob"), generation=1, creationTimestamp=stamp(self.now))
+            job.pop("status", None)
+            self.parent = job
+        else:
+            if job.get("spec") != self.parent.get("spec"):
+                self.parent["metadata"]["generation"] += 1
+            self.parent["spec"] = job["spec"]
+        self._bump(self.parent)
+
+    def edit_spec(self, path: str, value: Any) -> None:
+        """Set a dotted path under the MPIJob's spec, as a user's ``kubectl edit`` would."""
+        assert self.parent is not None
+        job = copy.deepcopy(self.parent)
+        node = job["spec"]
+        *parents, last = path.split(".")
+        for key in parents:
+            node = node.setdefault(key, {})
+        node[last] = value
+        self.apply_mpijob(job)
+
+    @property
+    def name(self) -> str:
+        assert self.parent is not None
+        return str(self.parent["metadata"]["name"])
+
+    @property
+    def namespace(self) -> str:
+        assert self.parent is not None
+        return str(self.parent["metadata"]["namespace"])
+
+    @property
+    def status(self) -> dict[str, Any]:
+        assert self.parent is not None
+        return self.parent.get("status", {})
+
+    def conditions(self) -> dict[str, tuple[str, str]]:
+        """Condition type → (status, reason), in list order."""
+        return {c["type"]: (c["status"], c.get("reason", "")) for c in self.status.get("conditions", [])}
+
+    def get(self, kind: str, name: str) -> dict[str, Any] | None:
+        return next(
+            (o for (key, n), o in self.objects.items() if n == name and key.startswith(f"{kind}.")), None
+        )
+
+    def names(self, kind: str) -> list[str]:
+        return sorted(n for (key, n), o in self.objects.items() if key.startswith(f"{kind}.") and _owned(o))
+
+    def _owned_by_parent(self, obj: dict[str, Any]) -> bool:
+        assert self.parent is not None
+        refs = obj["metadata"].get("ownerReferences") or []
+        return any(r.get("uid") == self.parent["metadata"]["uid"] and r.get("controller") for r in refs)
+
+    # --- the world (kubelet, Job controller, users) ------------------------------------------------
+
+    def set_pod(self, name: str, phase: str, *, ready: bool | None = None, reason: str = "") -> None:
+        pod = self.get("Pod", name)
+        assert pod is not None, f"no Pod {name}"
+        ready = phase == "Running" if ready is None else ready
+        status: dict[str, Any] = {
+            "phase": phase,
+            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
+        }
+        if reason:
+            status["reason"] = reason
+        pod["status"] = status
+        self._bump(pod)
+
+    def workers_running(self, ready: bool = True) -> None:
+        for name in self.names("Pod"):
+            if name.startswith(f"{self.name}-worker-") and not self.get("Pod", name)["metadata"].get(
+                "deletionTimestamp"
+            ):
+                self.set_pod(name, "Running", ready=ready)
+
+    def launcher_pods(self) -> list[dict[str, Any]]:
+        return [
+            o
+            for (key, _), o in sorted(self.objects.items())
+            if key == "Pod.v1"
+            and o["metadata"].get("labels", {}).get("training.kubeflow.org/job-role") == "launcher"
+        ]
+
+    def start_launcher_pod(self, phase: str = "Running") -> str:
+        """The Job controller starts a launcher Pod from the Job's template (not a child of the MPIJob)."""
+        job = self.get("Job", f"{self.name}-launcher")
+        assert job is not None, "no launcher Job"
+        name = f"{self.name}-launcher-{len(self.launcher_pods()):05d}"
+        labels = dict(job["spec"]["template"]["metadata"].get("labels", {}))
+        pod = {
+            "apiVersion": "v1",
+            "kind": "Pod",
+            "metadata": {
+                "name": name,
+                "namespace": self.namespace,
+                "uid": self._uid("pod"),
+                "creationTimestamp": stamp(self.now),
+                "labels": labels,
+                "ownerReferences": [
+                    {
+                        "apiVersion": "batch/v1",
+                        "kind": "Job",
+                        "name": job["metadata"]["name"],
+                        "uid": job["metadata"]["uid"],
+                        "controller": True,
+                    }
+                ],
+            },
+            "spec": copy.deepcopy(job["spec"]["template"]["spec"]),
+            "status": {"phase": phase},
+        }
+        self._bump(pod)
+        self.objects[("Pod.v1", name)] = pod
+        self._job_counts(job)
+        return name
+
+    def set_launcher_pod(self, name: str, phase: str, *, reason: str = "", message: str = "") -> None:
+        pod = self.get("Pod", name)
+        assert pod is not None
+        pod["status"] = {
+            "phase": phase,
+            **({"reason": reason} if reason else {}),
+            **({"message": message} if message else {}),
+        }
+        self._bump(pod)
+        job = self.get("Job", f"{self.name}-launcher")
+        if job is not None:
+            self._job_counts(job)
+
+    def _job_counts(self, job: dict[str, Any]) -> None:
+        pods = self.launcher_pods()
+        status = job.setdefault("status", {})
+        running = sum(1 for p in pods if p["status"]["phase"] == "Running")
+        failed = sum(1 for p in pods if p["status"]["phase"] == "Failed")
+        for key, value in (("active", running), ("ready", running), ("failed", failed)):
+            if value:
+                status[key] = value
+            else:
+                status.pop(key, None)
+        status.setdefault("startTime", stamp(self.now))
+        self._bump(job)
+
+    def finish_launcher(self, condition: str, reason: str = "", message: str = "") -> None:
+        """The Job controller marks the launcher Job ``Complete`` or ``Failed``."""
+        job = self.get("Job", f"{self.name}-launcher")
+        assert job is not None, "no launcher Job"
+        if condition == "Complete":
+            for pod in self.launcher_pods():
+                if pod["status"]["phase"] == "Running":
+                    pod["status"] = {"phase": "Succeeded"}
+        self._job_counts(job)
+        status = job["status"]
+        if condition == "Complete":
+            status["succeeded"] = 1
+            status["completionTime"] = stamp(self.now)
+        entry = {"type": condition, "status": "True", "lastTransitionTime": stamp(self.now)}
+        if reason:
+            entry["reason"] = reason
+        if message:
+            entry["message"] = message
+        status["conditions"] = [entry]
+        self._bump(job)
+
+    def delete(self, kind: str, name: str, *, graceful: bool = False) -> None:
+        """Someone (a user, the TTL controller, the kubelet) deletes an object."""
+        key = next(k for k in self.objects if k[1] == name and k[0].startswith(f"{kind}."))
+        if graceful:
+            self.objects[key]["metadata"]["deletionTimestamp"] = stamp(self.now)
+            self._bump(self.objects[key])
+            return
+        obj = self.objects.pop(key)
+        if kind == "Job":  # background propagation takes the Job's Pods with it
+            uid = obj["metadata"]["uid"]
+            for pod_key, pod in list(self.objects.items()):
+                if any(r.get("uid") == uid for r in pod["metadata"].get("ownerReferences", [])):
+                    del self.objects[pod_key]
+
+    def finish_deletions(self) -> None:
+        """Graceful deletions complete."""
+        for key, obj in list(self.objects.items()):
+            if obj["metadata"].get("deletionTimestamp"):
+                self.delete(key[0].split(".")[0], key[1])
+
+    # --- Metacontroller ----------------------------------------------------------------------------
+
+    def request(self) -> dict[str, Any]:
+        assert self.parent is not None
+        children: dict[str, dict[str, Any]] = {key: {} for key in self.strategies}
+        for (key, name), obj in self.objects.items():
+            if key in children and self._owned_by_parent(obj):
+                children[key][self._map_key(obj)] = copy.deepcopy(obj)
+        return {
+            "controller": self.controller,
+            "parent": copy.deepcopy(self.parent),
+            "children": children,
+            "related": self._related(),
+            "finalizing": False,
+        }
+
+    def _map_key(self, obj: dict[str, Any]) -> str:
+        meta = obj["metadata"]
+        return f"{meta['namespace']}/{meta['name']}" if self.version == "v2" else meta["name"]
+
+    def _related(self) -> dict[str, Any]:
+        hook = self.controller["spec"]["hooks"].get("customize")
+        if not hook:
+            return {}
+        body = orjson.dumps({"controller": self.controller, "parent": self.parent, "finalizing": False})
+        related: dict[str, dict[str, Any]] = {}
+        for rule in customize(body)["relatedResources"]:
+            assert rule["apiVersion"] == "v1" and rule["resource"] == "pods", rule
+            selector = rule["labelSelector"]["matchLabels"]
+            group = related.setdefault("Pod.v1", {})
+            for (key, _), obj in self.objects.items():
+                labels = obj["metadata"].get("labels", {})
+                if key == "Pod.v1" and all(labels.get(k) == v for k, v in selector.items()):
+                    group[self._map_key(obj)] = copy.deepcopy(obj)
+        return related
+
+    def sync(self) -> Writes:
+        """One sync: call the hook and apply its answer as Metacontroller would."""
+        request = self.request()
+        response = self.hook(request)
+        if self.golden is not None:
+            self.golden.check(request, response)
+        self.last_response = response
+        writes = self._apply(response)
+        self.history.append(writes)
+        return writes
+
+    def _call_sync_hook(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The hook in-process, through the same decode and encode as the HTTP shell."""
+        result = sync(
+            decode_request(orjson.dumps(request)), now=self.now, keys=self.keys, settings=self.settings
+        )
+        return orjson.loads(orjson.dumps(result.response()))
+
+    def sync_until_steady(self, limit: int = 6) -> int:
+        """Sync until a sync writes nothing; return how many syncs that took (fail past ``limit``)."""
+        for count in range(1, limit + 1):
+            if self.sync().total == 0:
+                return count
+        raise AssertionError(f"still writing after {limit} syncs: {self.history[-1]}")
+
+    def _apply(self, response: dict[str, Any]) -> Writes:
+        assert self.parent is not None
+        unknown = set(response) - RESPONSE_KEYS
+        if unknown:
+            raise ContractViolation(f"strict mode rejects unknown response keys {sorted(unknown)}")
+        if "status" not in response or not isinstance(response["status"], dict):
+            raise ContractViolation("no status: Metacontroller would wipe the MPIJob's status")
+        children = response.get("children")
+        if not isinstance(children, list):
+            raise ContractViolation("children missing or not a list: every child would be deleted")
+        desired: dict[tuple[str, str], dict[str, Any]] = {}
+        uid = self.parent["metadata"]["uid"]
+        for child in children:
+            if child is None:
+                raise ContractViolation("a null child panics Metacontroller")
+            key = self._check_child(child, uid)
+            if key in desired:
+                raise ContractViolation(f"duplicate child {key}")
+            desired[key] = child
+        writes = Writes()
+        if not self.parent["metadata"].get("deletionTimestamp"):
+            self._manage_children(desired, writes)
+        self._write_status(response["status"], writes)
+        return writes
+
+    def _check_child(self, child: dict[str, Any], uid: str) -> tuple[str, str]:
+        if "kind" not in child:
+            raise ContractViolation(f"child without kind: {child.get('metadata')}")
+        key = _gvk_key(child.get("apiVersion", ""), child["kind"])
+        if key not in self.strategies:
+            raise ContractViolation(f"{key} is not a declared child kind (exact apiVersion required)")
+        meta = child.get("metadata") or {}
+        if not meta.get("name") or "generateName" in meta:
+            raise ContractViolation(f"{key}: metadata.name is mandatory, generateName unsupported")
+        if meta.get("namespace", self.namespace) != self.namespace:
+            raise ContractViolation(f"{key}/{meta['name']} in another namespace would never be observed")
+        label = (meta.get("labels") or {}).get("controller-uid")
+        if label is not None and label != uid:
+            raise ContractViolation(
+                f"labels on desired child {key} {meta['name']} don't match parent selector"
+            )
+        if meta.get("ownerReferences"):
+            raise ContractViolation(f"{key}/{meta['name']}: ownerReferences are Metacontroller's to set")
+        return key, meta["name"]
+
+    def _manage_children(self, desired: dict[tuple[str, str], dict[str, Any]], writes: Writes) -> None:
+        for key, obj in list(self.objects.items()):
+            if key[0] in self.strategies and self._owned_by_parent(obj) and key not in desired:
+                if obj["metadata"].get("deletionTimestamp"):
+                    continue  # no second delete
+                self.delete(key[0].split(".")[0], key[1])
+                writes.deleted.append(f"{key[0]}/{key[1]}")
+        for key, child in desired.items():
+            applied = self._as_applied(child)
+            current = self.objects.get(key)
+            if current is None:
+                self._create(key, applied)
+                writes.created.append(f"{key[0]}/{key[1]}")
+                continue
+            if current["metadata"].get("deletionTimestamp") or self.strategies[key[0]] == "OnDelete":
+                continue
+            last = json.loads(current["metadata"].get("annotations", {}).get(LAST_APPLIED, "{}"))
+            merged = _three_way(current, last, applied)
+            if merged != current:
+                merged["metadata"].setdefault("annotations", {})[LAST_APPLIED] = _compact(applied)
+                self._bump(merged)
+                self.objects[key] = merged
+                writes.updated.append(f"{key[0]}/{key[1]}")
+
+    def _as_applied(self, child: dict[str, Any]) -> dict[str, Any]:
+        """What Metacontroller records as last applied: namespace defaulted, controller-uid added."""
+        applied = copy.deepcopy(child)
+        meta = applied["metadata"]
+        meta.setdefault("namespace", self.namespace)
+        meta.setdefault("labels", {}).setdefault("controller-uid", self.parent["metadata"]["uid"])
+        return applied
+
+    def _create(self, key: tuple[str, str], applied: dict[str, Any]) -> None:
+        obj = copy.deepcopy(applied)
+        meta = obj["metadata"]
+        meta.setdefault("annotations", {})[LAST_APPLIED] = _compact(applied)
+        meta.update(uid=self._uid(obj["kind"].lower()), creationTimestamp=stamp(self.now))
+        meta["ownerReferences"] = [
+            {
+                "apiVersion": "kubeflow.org/v2beta1",
+                "kind": "MPIJob",
+                "name": self.name,
+                "uid": self.parent["metadata"]["uid"],
+                "controller": True,
+                "blockOwnerDeletion": True,
+            }
+        ]
+        if obj["kind"] == "Pod":
+            obj["status"] = {"phase": "Pending"}
+        elif obj["kind"] == "Job":
+            obj["status"] = {}
+        self._bump(obj)
+        self.objects[key] = obj
+
+    def _write_status(self, status: dict[str, Any], writes: Writes) -> None:
+        assert self.parent is not None
+        status = copy.deepcopy(status)
+        status["observedGeneration"] = self.parent["metadata"]["generation"]
+        try:
+            jsonschema.validate(status, self._status_schema)
+        except jsonschema.ValidationError as err:
+            raise ContractViolation(f"status rejected by the CRD schema (422): {err.message}") from None
+        types = [c["type"] for c in status.get("conditions", [])]
+        if len(types) != len(set(types)):
+            raise ContractViolation(f"duplicate condition types {types} in a list-type=map")
+        if self.parent.get("status") != status:
+            self.parent["status"] = status
+            self._bump(self.parent)
+            writes.status += 1
+
+
+def _owned(obj: dict[str, Any]) -> bool:
+    return any(r.get("kind") == "MPIJob" for r in obj["metadata"].get("ownerReferences", []))
+
+
+def _compact(obj: dict[str, Any]) -> str:
+    return json.dumps(obj, sort_keys=True, separators=(",", ":"))
+
+
+def _three_way(current: dict[str, Any], last: dict[str, Any], desired: dict[str, Any]) -> dict[str, Any]:
+    """Metacontroller's merge, for the maps our InPlace kinds use: set desired, drop what we stopped setting."""
+    merged = copy.deepcopy(current)
+    _merge(merged, last, desired)
+    return merged
+
+
+def _merge(target: dict[str, Any], last: dict[str, Any], desired: dict[str, Any]) -> None:
+    for key in list(last):
+        if key not in desired and key in target and key not in ("status",):
+            del target[key]
+    for key, value in desired.items():
+        if isinstance(value, dict) and isinstance(target.get(key), dict):
+            _merge(target[key], last.get(key) if isinstance(last.get(key), dict) else {}, value)
+        else:
+            target[key] = copy.deepcopy(value)
