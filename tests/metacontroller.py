@@ -2,7 +2,7 @@
 
 It keeps a small cluster of objects, builds each hook request exactly as Metacontroller does (every declared
 child kind present, keys per hook version, related Pods from the customize hook), and applies the response
-with Metacontroller's rules (``../shared/docs/metacontroller-contract.md`` §2–§3):
+with Metacontroller's rules (``../shared/docs/metacontroller-contract.md`` §2-§3):
 
 - strict response: only ``status``, ``children``, ``resyncAfterSeconds``, ``finalized``; no ``null`` child;
   every child has ``kind``, the exact declared ``apiVersion`` and a ``metadata.name``;
@@ -356,7 +356,7 @@ class FakeMetacontroller:
     def request(self) -> dict[str, Any]:
         assert self.parent is not None
         children: dict[str, dict[str, Any]] = {key: {} for key in self.strategies}
-        for (key, name), obj in self.objects.items():
+        for (key, _), obj in self.objects.items():
             if key in children and self._owned_by_parent(obj):
                 children[key][self._map_key(obj)] = copy.deepcopy(obj)
         return {
@@ -537,7 +537,7 @@ def _compact(obj: dict[str, Any]) -> str:
 
 
 def _three_way(current: dict[str, Any], last: dict[str, Any], desired: dict[str, Any]) -> dict[str, Any]:
-    """Metacontroller's merge, for the maps our InPlace kinds use: set desired, drop what we stopped setting."""
+    """Metacontroller's merge for the maps our InPlace kinds use: set desired, drop what we no longer set."""
     merged = copy.deepcopy(current)
     _merge(merged, last, desired)
     return merged
