@@ -10,9 +10,11 @@ with Metacontroller's rules (``../shared/docs/metacontroller-contract.md`` ยง2-ย
 - observed children left out of the response are deleted (unless already being deleted);
 - absent children are created with uid, ownerReference, ``controller-uid`` and the last-applied annotation;
 - ``OnDelete`` children are never updated; ``InPlace`` ones are updated when the desired object or the
-  3-way merge differs from what is stored; children being deleted are not touched;
+  3-way merge differs from what is stored (a child's status and system metadata are not the hook's to
+  change); children being deleted are not touched; a name taken by someone else's object is left alone;
 - ``status`` replaces the parent's status wholesale, ``observedGeneration`` injected, and must satisfy the
-  CRD's status schema; it counts as a write only if it differs;
+  CRD's status schema (formats included; undeclared fields are pruned); it counts as a write whenever it
+  differs from the stored one, so a pruned field or ``2.0`` for ``2`` writes on every sync;
 - a parent being deleted gets its status written but its children are not managed.
 
 It also plays the apiserver and the Job controller where a test needs it: uids and timestamps, launcher Pods,
@@ -23,10 +25,12 @@ test can prove a steady job causes none.
 from __future__ import annotations
 
 import copy
+import functools
 import json
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from datetime import UTC, datetime, timedelta
+from datetime import UTC, date, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -53,6 +57,15 @@ KIND_OF_RESOURCE = {
     "configmaps": "ConfigMap",
     "podgroups": "PodGroup",
 }
+SYSTEM_FIELDS = (
+    "selfLink",
+    "uid",
+    "resourceVersion",
+    "generation",
+    "creationTimestamp",
+    "deletionTimestamp",
+    "deletionGracePeriodSeconds",
+)
 START = datetime(2026, 5, 4, 9, 0, 0, tzinfo=UTC)
 SEED = b"fake metacontroller test seed, not a secret"
 
@@ -70,10 +83,35 @@ def _gvk_key(api_version: str, kind: str) -> str:
     return f"{kind}.{api_version}"
 
 
+@functools.cache
 def _status_schema() -> dict[str, Any]:
-    crd = yaml.safe_load(CRD.read_text())
+    crd = yaml.load(CRD.read_text(), Loader=getattr(yaml, "CSafeLoader", yaml.SafeLoader))
     version = next(v for v in crd["spec"]["versions"] if v["name"] == "v2beta1")
     return _plain_schema(version["schema"]["openAPIV3Schema"]["properties"]["status"])
+
+
+@functools.cache
+def _status_validator() -> jsonschema.protocols.Validator:
+    """Checked against its metaschema once; validating a status is then cheap."""
+    schema = _status_schema()
+    validator_class = jsonschema.validators.validator_for(schema)
+    validator_class.check_schema(schema)
+    return validator_class(schema)
+
+
+# The apiserver's ``date-time`` check (kube-openapi ``strfmt.IsDateTime``): a date, ``T``, hh:mm:ss, a zone.
+_DATE_TIME = re.compile(r"(\d{4}-\d{2}-\d{2})[Tt](\d{2}):(\d{2}):(\d{2})(\.\d+)?([Zz]|[+-]\d{2}:\d{2})")
+
+
+def _is_date_time(value: str) -> bool:
+    match = _DATE_TIME.fullmatch(value)
+    if match is None:
+        return False
+    try:
+        date.fromisoformat(match[1])
+    except ValueError:
+        return False
+    return match[2] <= "23" and match[3] <= "59" and match[4] <= "59"
 
 
 def _plain_schema(node: Any) -> Any:
@@ -419,6 +457,11 @@ class FakeMetacontroller:
             raise ContractViolation(f"strict mode rejects unknown response keys {sorted(unknown)}")
         if "status" not in response or not isinstance(response["status"], dict):
             raise ContractViolation("no status: Metacontroller would wipe the MPIJob's status")
+        resync = response.get("resyncAfterSeconds")
+        if resync is not None and (isinstance(resync, bool) or not isinstance(resync, int | float)):
+            raise ContractViolation(f"resyncAfterSeconds {resync!r} is not a number: it won't decode")
+        if not isinstance(response.get("finalized", False), bool | None):
+            raise ContractViolation("finalized is not a boolean: the response would not decode")
         children = response.get("children")
         if not isinstance(children, list):
             raise ContractViolation("children missing or not a list: every child would be deleted")
@@ -471,12 +514,16 @@ class FakeMetacontroller:
                 self._create(key, applied)
                 writes.created.append(f"{key[0]}/{key[1]}")
                 continue
+            if not self._owned_by_parent(current):
+                continue  # someone else's object: the create fails with AlreadyExists, which is swallowed
             if current["metadata"].get("deletionTimestamp") or self.strategies[key[0]] == "OnDelete":
                 continue
-            last = json.loads(current["metadata"].get("annotations", {}).get(LAST_APPLIED, "{}"))
+            if LAST_APPLIED in applied["metadata"].get("annotations", {}):
+                applied["metadata"]["annotations"][LAST_APPLIED] = ""  # nullifyLastAppliedAnnotation
+            last = json.loads(current["metadata"].get("annotations", {}).get(LAST_APPLIED) or "{}")
             merged = _three_way(current, last, applied)
+            merged["metadata"].setdefault("annotations", {})[LAST_APPLIED] = _compact(applied)
             if merged != current:
-                merged["metadata"].setdefault("annotations", {})[LAST_APPLIED] = _compact(applied)
                 self._bump(merged)
                 self.objects[key] = merged
                 writes.updated.append(f"{key[0]}/{key[1]}")
@@ -504,6 +551,7 @@ class FakeMetacontroller:
                 "blockOwnerDeletion": True,
             }
         ]
+        obj.pop("status", None)  # the status subresource: a create's status is not stored
         if obj["kind"] == "Pod":
             obj["status"] = {"phase": "Pending"}
         elif obj["kind"] == "Job":
@@ -515,24 +563,62 @@ class FakeMetacontroller:
         assert self.parent is not None
         status = copy.deepcopy(status)
         status["observedGeneration"] = self.parent["metadata"]["generation"]
-        try:
-            jsonschema.validate(status, self._status_schema)
-        except jsonschema.ValidationError as err:
-            raise ContractViolation(f"status rejected by the CRD schema (422): {err.message}") from None
-        types = [c["type"] for c in status.get("conditions", [])]
+        kept = _prune(status, self._status_schema)  # what the apiserver stores
+        error = jsonschema.exceptions.best_match(_status_validator().iter_errors(kept))
+        if error is not None:
+            raise ContractViolation(f"status rejected by the CRD schema (422): {error.message}")
+        for path, value in _date_times(kept, self._status_schema, "status"):
+            if not _is_date_time(value):
+                raise ContractViolation(f"status rejected by the CRD schema (422): {path}={value!r}")
+        types = [c["type"] for c in kept.get("conditions", [])]
         if len(types) != len(set(types)):
             raise ContractViolation(f"duplicate condition types {types} in a list-type=map")
-        if self.parent.get("status") != status:
-            self.parent["status"] = status
-            self._bump(self.parent)
+        # Metacontroller compares the live status with what it sends, typed (2 != 2.0), before any pruning.
+        if _compact(self.parent.get("status")) != _compact(status):
             writes.status += 1
+            # Unless the apiserver pruned it to what it already has: a no-op PUT, no new resourceVersion.
+            if _compact(self.parent.get("status")) != _compact(kept):
+                self.parent["status"] = kept
+                self._bump(self.parent)
 
 
 def _owned(obj: dict[str, Any]) -> bool:
     return any(r.get("kind") == "MPIJob" for r in obj["metadata"].get("ownerReferences", []))
 
 
-def _compact(obj: dict[str, Any]) -> str:
+def _prune(value: Any, schema: dict[str, Any]) -> Any:
+    """Drop fields the structural schema does not declare; whole floats come back as integers."""
+    if isinstance(value, dict):
+        if "properties" in schema:
+            props = schema["properties"]
+            return {k: _prune(v, props[k]) for k, v in value.items() if k in props}
+        if isinstance(schema.get("additionalProperties"), dict):
+            return {k: _prune(v, schema["additionalProperties"]) for k, v in value.items()}
+        return copy.deepcopy(value)
+    if isinstance(value, list):
+        return [_prune(v, schema.get("items", {})) for v in value]
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _date_times(value: Any, schema: dict[str, Any], path: str) -> list[tuple[str, str]]:
+    """Every string the schema declares ``format: date-time`` (jsonschema itself does not check formats)."""
+    if isinstance(value, str) and schema.get("format") == "date-time":
+        return [(path, value)]
+    found: list[tuple[str, str]] = []
+    if isinstance(value, dict):
+        extra = schema.get("additionalProperties")
+        for key, item in value.items():
+            sub = schema.get("properties", {}).get(key, extra if isinstance(extra, dict) else {})
+            found += _date_times(item, sub, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            found += _date_times(item, schema.get("items", {}), f"{path}[{index}]")
+    return found
+
+
+def _compact(obj: Any) -> str:
     return json.dumps(obj, sort_keys=True, separators=(",", ":"))
 
 
@@ -540,6 +626,13 @@ def _three_way(current: dict[str, Any], last: dict[str, Any], desired: dict[str,
     """Metacontroller's merge for the maps our InPlace kinds use: set desired, drop what we no longer set."""
     merged = copy.deepcopy(current)
     _merge(merged, last, desired)
+    for name in SYSTEM_FIELDS:  # ApplyUpdate reverts read-only metadata and status: a hook cannot change them
+        merged["metadata"].pop(name, None)
+        if name in current["metadata"]:
+            merged["metadata"][name] = copy.deepcopy(current["metadata"][name])
+    merged.pop("status", None)
+    if "status" in current:
+        merged["status"] = copy.deepcopy(current["status"])
     return merged
 
 

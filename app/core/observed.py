@@ -20,9 +20,6 @@ class Observed:
     # Launcher Pods reach us only through the customize hook (they are the Job's children, not ours).
     launcher_pods: list[ObservedPod] | None = None
 
-    def running_workers(self, replicas: int) -> list[ObservedPod]:
-        return [p for i, p in self.workers.items() if i < replicas and p.phase == "Running"]
-
 
 def classify(job_name: str, request: SyncRequest) -> Observed:
     children = request.children

@@ -171,7 +171,3 @@ def _where(err: msgspec.ValidationError) -> str:
     """Keep only the JSON path of a msgspec error: its type words are safe, values never appear."""
     text = str(err)
     return text if len(text) < 200 else text[:200]
-
-
-def pods(children: dict[str, ObservedPod] | None) -> list[ObservedPod]:
-    return list((children or {}).values())

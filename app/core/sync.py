@@ -313,27 +313,43 @@ def _desired_children(
     keys: KeySource,
     settings: Settings,
 ) -> list[dict[str, Any]]:
-    running = [p.metadata.name for p in observed.running_workers(replicas)]
-    children = [
-        build_service(job),
-        build_configmap(job, running, settings.cluster_domain),
-        build_ssh_secret(job, observed.secret, keys),
-    ]
     worker_spec = job.spec.replica(ReplicaType.WORKER)
-    factory = WorkerFactory(job, settings.cluster_domain) if worker_spec is not None else None
-    if factory is not None:
-        if finished:
-            # Finishing now: keep the workers that exist, create none; cleanPodPolicy acts once the
-            # status that says "finished" is stored.
-            children += [factory.build(i) for i in sorted(observed.workers) if i < replicas]
-        else:
-            children += [factory.build(i) for i in worker_indices]
+    if worker_spec is None:
+        wanted: list[int] = []
+    elif finished:
+        # Finishing now: keep the workers that exist, create none; cleanPodPolicy acts once the status
+        # that says "finished" is stored.
+        wanted = [i for i in sorted(observed.workers) if i < replicas]
+    else:
+        wanted = list(worker_indices)
+    children = _common_children(job, observed, wanted, keys=keys, settings=settings)
     if suspended:
         return children
     if observed.launcher is not None or (
         not finished and _may_create_launcher(job, observed, worker_indices)
     ):
         children.append(build_launcher(job))
+    return children
+
+
+def _common_children(
+    job: MPIJob, observed: Observed, workers: list[int], *, keys: KeySource, settings: Settings
+) -> list[dict[str, Any]]:
+    """Service, ConfigMap, Secret and the given workers. ``discover_hosts.sh`` lists only running
+    workers this response keeps, so a worker deleted by this very response is already gone from it."""
+    factory = WorkerFactory(job, settings.cluster_domain) if workers else None
+    running = [
+        pod.metadata.name
+        for i in workers
+        if (pod := observed.workers.get(i)) is not None and pod.phase == "Running"
+    ]
+    children = [
+        build_service(job),
+        build_configmap(job, running, settings.cluster_domain),
+        build_ssh_secret(job, observed.secret, keys),
+    ]
+    if factory is not None:
+        children += [factory.build(i) for i in workers]
     return children
 
 
@@ -356,7 +372,6 @@ def _finished(
     """A job whose stored status says it finished: keep what exists, clean workers per policy."""
     previous = job.status
     worker_spec = job.spec.replica(ReplicaType.WORKER)
-    replicas = (worker_spec.replicas or 0) if worker_spec else 0
     policy = job.spec.run_policy.clean_pod_policy
     replica_statuses = _replica_statuses(previous)
     kept = sorted(observed.workers)
@@ -366,22 +381,21 @@ def _finished(
         else:
             kept = [i for i in kept if observed.workers[i].phase not in ("Running", "Pending")]
         replica_statuses = {**(replica_statuses or {}), ReplicaType.WORKER.value: {}}
-    children = [
-        build_service(job),
-        build_configmap(
-            job, [p.metadata.name for p in observed.running_workers(replicas)], settings.cluster_domain
-        ),
-        build_ssh_secret(job, observed.secret, keys),
-    ]
-    if worker_spec is not None and kept:
-        factory = WorkerFactory(job, settings.cluster_domain)
-        children += [factory.build(i) for i in kept]
+    children = _common_children(
+        job, observed, kept if worker_spec is not None else [], keys=keys, settings=settings
+    )
     launcher = observed.launcher
     if launcher is not None and (launcher.condition("Complete") or launcher.condition("Failed")):
         # Kept for its logs until its TTL removes it; never re-created once gone.
         children.append(build_launcher(job))
-    # A launcher still running for a job that already failed (evicted workers) is deleted: it can only
-    # hang on the missing ranks (README: deviations).
+    elif launcher is not None:
+        # A launcher still running for a job that already failed (evicted workers) is deleted: it can
+        # only hang on the missing ranks (README: deviations).
+        failed_pods = (launcher.status.failed if launcher.status else None) or 0
+        replica_statuses = {
+            **(replica_statuses or {}),
+            ReplicaType.LAUNCHER.value: st.replica_status(failed=failed_pods),
+        }
     status = st.render(
         conditions, replica_statuses, previous.start_time, previous.completion_time, job.metadata.generation
     )
