@@ -6,6 +6,7 @@ import argparse
 import sys
 import uuid
 from datetime import UTC, datetime
+from typing import Any
 
 import orjson
 import yaml
@@ -77,7 +78,7 @@ def _render(path: str) -> int:
     return 0
 
 
-def _redact(child: dict) -> dict:
+def _redact(child: dict[str, Any]) -> dict[str, Any]:
     """A preview must not print a private key."""
     if child.get("kind") == "Secret":
         return {**child, "data": {key: "<redacted>" for key in child.get("data", {})}}

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import copy
 import json
+from collections.abc import Iterator
 from typing import Any
 
 JOB_UID = "3e1f7c52-9a4d-4c0b-8f6e-2b7d1a9c5e40"
@@ -251,3 +252,14 @@ def sync_request(
         "related": related_map,
         "finalizing": False,
     }
+
+
+def walk(value: Any, path: str = "$") -> Iterator[tuple[str, Any]]:
+    """Every node of a JSON document with its path (``$.spec.containers[0].name``)."""
+    yield path, value
+    if isinstance(value, dict):
+        for key, item in value.items():
+            yield from walk(item, f"{path}.{key}")
+    elif isinstance(value, list):
+        for index, item in enumerate(value):
+            yield from walk(item, f"{path}[{index}]")

@@ -8,7 +8,6 @@ zero values the apiserver would drop, canonical quantities.
 from __future__ import annotations
 
 import json
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -17,6 +16,7 @@ import pytest
 
 from app.core.quantity import canonical_quantity
 from app.settings import Settings
+from tests.builders import walk
 from tests.golden_cases import CASES, all_cases, run
 
 KUBERNETES_VERSION = "1.32.0"
@@ -31,16 +31,6 @@ def redacted(child: dict[str, Any]) -> dict[str, Any]:
     if child["kind"] == "Secret":
         return {**child, "data": dict.fromkeys(child.get("data", {}), REDACTED)}
     return child
-
-
-def walk(node: Any, path: str = "") -> Iterator[tuple[str, Any]]:
-    yield path, node
-    if isinstance(node, dict):
-        for key, value in node.items():
-            yield from walk(value, f"{path}.{key}")
-    elif isinstance(node, list):
-        for index, value in enumerate(node):
-            yield from walk(value, f"{path}[{index}]")
 
 
 CHILDREN = [
@@ -78,7 +68,7 @@ def test_child_has_no_zero_values(child: dict[str, Any]) -> None:
     zeros = [
         path
         for path, value in walk(child)
-        if (value is False or value == "" or value == {} or value == []) and not path.startswith(".status")
+        if (value is False or value == "" or value == {} or value == []) and not path.startswith("$.status")
     ]
     assert zeros == []
 

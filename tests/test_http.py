@@ -30,6 +30,8 @@ from typing import Any
 
 import pytest
 
+from tests.builders import walk
+
 ROOT = Path(__file__).resolve().parents[1]
 WIRE = Path(__file__).resolve().parent / "fixtures" / "wire"
 FIRST_SYNC = "sync-request-01-first-sync-no-children.json"
@@ -163,16 +165,6 @@ def by_identity(children: list[dict[str, Any]]) -> dict[tuple[str, str, str], di
     indexed = {(c["apiVersion"], c["kind"], c["metadata"]["name"]): c for c in children}
     assert len(indexed) == len(children), "two desired children share apiVersion, kind and name"
     return indexed
-
-
-def walk(value: Any, path: str = "$") -> Iterator[tuple[str, Any]]:
-    yield path, value
-    if isinstance(value, dict):
-        for key, item in value.items():
-            yield from walk(item, f"{path}.{key}")
-    elif isinstance(value, list):
-        for index, item in enumerate(value):
-            yield from walk(item, f"{path}[{index}]")
 
 
 def controller_uid_labels(value: Any) -> list[tuple[str, str]]:
