@@ -82,7 +82,6 @@ def sync(request: SyncRequest, *, now: datetime, keys: KeySource, settings: Sett
         job = MPIJob.model_validate_json(bytes(request.parent))
     except ValidationError as err:
         return _unparsable(request, err, now)
-    observed = classify(job.metadata.name, request)
     managed_by = job.spec.run_policy.managed_by
     if (managed_by is not None and managed_by != KUBEFLOW_JOB_CONTROLLER) or job.metadata.deletion_timestamp:
         return _hands_off(request)
@@ -90,6 +89,7 @@ def sync(request: SyncRequest, *, now: datetime, keys: KeySource, settings: Sett
     errors = validate(defaulted)
     if errors:
         return _invalid(request, job.metadata, job.status, errors, now)
+    observed = classify(job.metadata.name, request)
     return _reconcile(defaulted, observed, now=now, keys=keys, settings=settings)
 
 
@@ -110,9 +110,12 @@ def _invalid(
     current = st.find(conditions, ConditionType.INVALID)
     changed = current is None or current.get("message") != message
     if changed:
-        # Unlike other conditions the message matters here: it tells the user what to fix now.
+        # Unlike other conditions the message matters here: it tells the user what to fix now. The
+        # transition time stays that of the first invalid spec.
         st.remove_condition(conditions, ConditionType.INVALID)
         st.set_condition(conditions, ConditionType.INVALID, "True", st.REASON_INVALID, message, now)
+        if current is not None and current["status"] == "True" and current.get("lastTransitionTime"):
+            conditions[-1]["lastTransitionTime"] = current["lastTransitionTime"]
     status = st.render(
         conditions,
         _replica_statuses(previous),
