@@ -1004,3 +1004,50 @@ def test_ssh_secret_is_stable(update_golden: bool) -> None:
         sync_checked()
     assert_conditions(mc, SUCCEEDED)
     assert mc.sync().total == 0
+
+
+def test_finished_before_running_was_ever_set() -> None:
+    """The launcher completes before every worker ran: upstream appends ``Running=False`` saying the
+    Running condition was never set, stamped with the completion time."""
+    mc = FakeMetacontroller()
+    mc.apply_mpijob(mpijob("pi").workers(2).build())
+    mc.sync_until_steady()
+    mc.advance(10)
+    mc.start_launcher_pod()
+    mc.finish_launcher("Complete")
+    assert mc.sync() == Writes(status=1)
+    assert mc.status["conditions"][1:] == [
+        {
+            "type": "Succeeded",
+            "status": "True",
+            "reason": "MPIJobSucceeded",
+            "message": "MPIJob default/pi successfully completed.",
+            "lastUpdateTime": at(10),
+            "lastTransitionTime": at(10),
+        },
+        {
+            "type": "Running",
+            "status": "False",
+            "reason": "MPIJobRunning",
+            "message": "MPIJob default/pi is finished but Running condition was never set.",
+            "lastUpdateTime": at(10),
+            "lastTransitionTime": at(10),
+        },
+    ]
+    steady(mc)
+
+
+def test_backoff_failure_message_is_truncated() -> None:
+    """The launcher Pod's message is appended, then cut to 1,024 bytes with ``...`` (upstream 5.4)."""
+    mc = FakeMetacontroller()
+    start(mc, mpijob("pi").workers(1).build())
+    mc.advance(10)
+    name = launcher_pods(mc)[0]
+    mc.set_launcher_pod(name, "Failed", reason="OOMKilled", message="x" * 2000)
+    mc.finish_launcher("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    mc.sync()
+    failed = next(c for c in mc.status["conditions"] if c["type"] == "Failed")
+    assert failed["reason"] == "BackoffLimitExceeded/OOMKilled"
+    assert len(failed["message"].encode()) == 1024
+    assert failed["message"] == ("Job has reached the specified backoff limit: " + "x" * 2000)[:1021] + "..."
+    steady(mc)
