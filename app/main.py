@@ -35,6 +35,11 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
     if not logging.getLogger().handlers:
         logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     log.setLevel(settings.log_level)
+    if settings.gang_scheduling:
+        log.warning(
+            "MPI_OPERATOR_GANG_SCHEDULING=%s is accepted but not acted on yet: no PodGroups are created",
+            settings.gang_scheduling,
+        )
     metrics = Metrics()
     app = FastAPI(title="mpi-operator-hook", docs_url=None, redoc_url=None, openapi_url=None)
 
@@ -67,8 +72,14 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
         namespace = next((c["metadata"].get("namespace", "") for c in result.children), "")
         metrics.record_events([e.reason for e in result.events], launcher, namespace)
         for event in result.events:
-            log.info("event type=%s reason=%s message=%s", event.type, event.reason, event.message)
-        log.debug("sync children=%d seconds=%.4f", len(result.children), elapsed)
+            log.info(
+                "event job=%s type=%s reason=%s message=%s",
+                result.job,
+                event.type,
+                event.reason,
+                event.message,
+            )
+        log.debug("sync job=%s children=%d seconds=%.4f", result.job, len(result.children), elapsed)
         return Response(payload, media_type="application/json")
 
     @app.post("/customize")

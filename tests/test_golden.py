@@ -11,8 +11,11 @@ from pathlib import Path
 
 import pytest
 
+from app.core.keys import SeededKeys
+from app.core.request import decode_request
+from app.core.sync import sync
 from app.settings import Settings
-from tests.golden_cases import CASES, all_cases, dump, response_path, run
+from tests.golden_cases import CASES, NOW, SEED, all_cases, dump, response_path, run
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -54,3 +57,10 @@ def test_response_is_stable_across_hook_versions() -> None:
     for kind, objects in v1["children"].items():
         v2["children"][kind] = {f"default/{name}": obj for name, obj in objects.items()}
     assert run(v1) == run(v2)
+
+
+@pytest.mark.parametrize("name", ["openmpi-first-sync", "invalid-new-job", "managed-by-multikueue"])
+def test_result_names_its_job_for_the_logs(name: str) -> None:
+    request = (response_path(name).parent / "request.json").read_bytes()
+    result = sync(decode_request(request), now=NOW, keys=SeededKeys(SEED), settings=Settings())
+    assert result.job == "default/pi"

@@ -14,7 +14,7 @@ No clock, randomness or I/O here: ``now`` and key material are injected.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from typing import Any
 
@@ -61,6 +61,7 @@ class SyncResult:
     children: list[dict[str, Any]]
     resync_after_seconds: float = 0
     events: tuple[Event, ...] = field(default=())
+    job: str = ""  # "<namespace>/<name>", for the shell's logs
 
     def response(self) -> dict[str, Any]:
         return {
@@ -82,6 +83,13 @@ def sync(request: SyncRequest, *, now: datetime, keys: KeySource, settings: Sett
         job = MPIJob.model_validate_json(bytes(request.parent))
     except ValidationError as err:
         return _unparsable(request, err, now)
+    result = _sync_parsed(request, job, now=now, keys=keys, settings=settings)
+    return replace(result, job=f"{job.metadata.namespace}/{job.metadata.name}")
+
+
+def _sync_parsed(
+    request: SyncRequest, job: MPIJob, *, now: datetime, keys: KeySource, settings: Settings
+) -> SyncResult:
     managed_by = job.spec.run_policy.managed_by
     if (managed_by is not None and managed_by != KUBEFLOW_JOB_CONTROLLER) or job.metadata.deletion_timestamp:
         return _hands_off(request)
@@ -135,7 +143,8 @@ def _unparsable(request: SyncRequest, err: ValidationError, now: datetime) -> Sy
     errors = [
         FieldError(_field_path(e["loc"]), "Invalid", e["msg"], _short(e.get("input"))) for e in err.errors()
     ]
-    return _invalid(request, head.metadata, head.status, errors, now)
+    result = _invalid(request, head.metadata, head.status, errors, now)
+    return replace(result, job=f"{head.metadata.namespace}/{head.metadata.name}")
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:
