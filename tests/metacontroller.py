@@ -43,6 +43,7 @@ from app.core.keys import SeededKeys
 from app.core.request import decode_request
 from app.core.sync import sync
 from app.settings import Settings
+from tests.kube_schema import schema_errors
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSITE_CONTROLLER = ROOT / "metacontroller" / "compositecontroller.yaml"
@@ -524,6 +525,7 @@ class FakeMetacontroller:
             merged = _three_way(current, last, applied)
             merged["metadata"].setdefault("annotations", {})[LAST_APPLIED] = _compact(applied)
             if merged != current:
+                self._admit(merged)
                 self._bump(merged)
                 self.objects[key] = merged
                 writes.updated.append(f"{key[0]}/{key[1]}")
@@ -536,7 +538,14 @@ class FakeMetacontroller:
         meta.setdefault("labels", {}).setdefault("controller-uid", self.parent["metadata"]["uid"])
         return applied
 
+    def _admit(self, obj: dict[str, Any]) -> None:
+        """The apiserver's schema check (422 on an invalid object), against Kubernetes' own schemas."""
+        errors = schema_errors(obj)
+        if errors:
+            raise ContractViolation(f"{obj['kind']} {obj['metadata']['name']} rejected (422): {errors[0]}")
+
     def _create(self, key: tuple[str, str], applied: dict[str, Any]) -> None:
+        self._admit(applied)
         obj = copy.deepcopy(applied)
         meta = obj["metadata"]
         meta.setdefault("annotations", {})[LAST_APPLIED] = _compact(applied)
