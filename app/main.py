@@ -1,8 +1,9 @@
 """The FastAPI shell: decode, call the pure core, encode. Nothing here decides anything about a job.
 
 ``/sync`` and ``/customize`` always answer 200 for a well-formed Metacontroller request (an invalid
-MPIJob is reported in its status) and 400 with a short message otherwise. Request bodies are never
-echoed or logged: they carry the SSH Secret.
+MPIJob is reported in its status) and 400 with a short message otherwise. Should the core ever raise,
+the answer is a 503 without details: Metacontroller then changes nothing and retries with backoff.
+Request bodies are never echoed or logged: they carry the SSH Secret.
 """
 
 from __future__ import annotations
@@ -69,8 +70,7 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
         outcome = "invalid_job" if any(e.reason == "ValidationError" for e in result.events) else "ok"
         metrics.requests.labels("sync", outcome).inc()
         launcher = next((c["metadata"]["name"] for c in result.children if c.get("kind") == "Job"), None)
-        namespace = next((c["metadata"].get("namespace", "") for c in result.children), "")
-        metrics.record_events([e.reason for e in result.events], launcher, namespace)
+        metrics.record_events([e.reason for e in result.events], launcher, result.job.partition("/")[0])
         for event in result.events:
             log.info(
                 "event job=%s type=%s reason=%s message=%s",

@@ -1,0 +1,33 @@
+"""The FastAPI shell's failure path, in-process: a bug in the core is a bare 503, never a 500 or a trace."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from fastapi.testclient import TestClient
+
+from app.core.keys import SSHKeyPair
+from app.main import create_app
+from app.settings import Settings
+
+FIRST_SYNC = Path(__file__).parent / "fixtures" / "wire" / "sync-request-01-first-sync-no-children.json"
+
+
+def broken_keys(job_uid: str) -> SSHKeyPair:
+    raise RuntimeError(f"simulated bug while making a key for {job_uid}")
+
+
+def test_an_unexpected_error_is_a_503_without_details() -> None:
+    client = TestClient(create_app(Settings(), keys=broken_keys), raise_server_exceptions=False)
+    response = client.post("/sync", content=FIRST_SYNC.read_bytes())
+    assert response.status_code == 503
+    assert response.json() == {"error": "internal error in the sync hook; see the hook's logs"}
+    assert "simulated bug" not in response.text and "Traceback" not in response.text
+    metrics = client.get("/metrics").text
+    assert 'mpi_operator_hook_requests_total{hook="sync",outcome="error"} 1.0' in metrics
+
+
+def test_a_body_over_the_limit_is_refused_before_it_is_read() -> None:
+    client = TestClient(create_app(Settings()))
+    response = client.post("/sync", content=b"{}", headers={"content-length": str(600 * 1024 * 1024)})
+    assert response.status_code == 413
