@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import copy
 import json
+import os
 import re
 import shlex
 import shutil
@@ -369,6 +370,8 @@ def built() -> list[dict[str, Any]]:
     """`kubectl kustomize deploy/`, once per module."""
     kubectl = shutil.which("kubectl")
     if kubectl is None:
+        if os.environ.get("CI"):
+            pytest.fail("kubectl is not on PATH in CI; cannot build deploy/ with kustomize")
         pytest.skip("kubectl is not on PATH; cannot build deploy/ with kustomize")
     proc = subprocess.run(
         [kubectl, "kustomize", str(ROOT / "deploy")], capture_output=True, text=True, timeout=120, check=False
