@@ -79,6 +79,15 @@ class ObservedJob(msgspec.Struct, frozen=True):
         conditions = (self.status.conditions if self.status else None) or []
         return next((c for c in conditions if c.type == kind and c.status == "True"), None)
 
+    @property
+    def done(self) -> bool:
+        """The Job controller says ``Complete`` or ``Failed``: no more launcher Pods will run."""
+        return self.condition("Complete") is not None or self.condition("Failed") is not None
+
+    @property
+    def failed_pods(self) -> int:
+        return (self.status.failed if self.status else None) or 0
+
 
 class ObservedSecret(msgspec.Struct, frozen=True):
     metadata: Meta = Meta()

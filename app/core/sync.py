@@ -83,8 +83,11 @@ def sync(request: SyncRequest, *, now: datetime, keys: KeySource, settings: Sett
         job = MPIJob.model_validate_json(bytes(request.parent))
     except ValidationError as err:
         return _unparsable(request, err, now)
-    result = _sync_parsed(request, job, now=now, keys=keys, settings=settings)
-    return replace(result, job=f"{job.metadata.namespace}/{job.metadata.name}")
+    return _named(_sync_parsed(request, job, now=now, keys=keys, settings=settings), job.metadata)
+
+
+def _named(result: SyncResult, meta: ObjectMeta) -> SyncResult:
+    return replace(result, job=f"{meta.namespace}/{meta.name}")
 
 
 def _sync_parsed(
@@ -143,8 +146,7 @@ def _unparsable(request: SyncRequest, err: ValidationError, now: datetime) -> Sy
     errors = [
         FieldError(_field_path(e["loc"]), "Invalid", e["msg"], _short(e.get("input"))) for e in err.errors()
     ]
-    result = _invalid(request, head.metadata, head.status, errors, now)
-    return replace(result, job=f"{head.metadata.namespace}/{head.metadata.name}")
+    return _named(_invalid(request, head.metadata, head.status, errors, now), head.metadata)
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:
@@ -203,9 +205,7 @@ def _reconcile(
         start_time = st.timestamp(now)
 
     launcher = observed.launcher
-    launcher_done = launcher is not None and bool(
-        launcher.condition("Complete") or launcher.condition("Failed")
-    )
+    launcher_done = launcher is not None and launcher.done
     # Upstream's "worker list" of this sync: none while suspended or once the launcher is done.
     worker_indices = range(replicas) if not suspended and not launcher_done else range(0)
 
@@ -223,7 +223,7 @@ def _reconcile(
     replica_statuses = _replica_statuses(previous) or {}
     launcher_running = 0
     if launcher is not None:
-        failed_pods = (launcher.status.failed if launcher.status else None) or 0
+        failed_pods = launcher.failed_pods
         launcher_status = st.replica_status(failed=failed_pods)
         if launcher.condition("Complete"):
             launcher_status = st.replica_status(succeeded=1, failed=failed_pods)
@@ -397,16 +397,15 @@ def _finished(
         job, observed, kept if worker_spec is not None else [], keys=keys, settings=settings
     )
     launcher = observed.launcher
-    if launcher is not None and (launcher.condition("Complete") or launcher.condition("Failed")):
+    if launcher is not None and launcher.done:
         # Kept for its logs until its TTL removes it; never re-created once gone.
         children.append(build_launcher(job))
     elif launcher is not None:
         # A launcher still running for a job that already failed (evicted workers) is deleted: it can
         # only hang on the missing ranks (README: deviations).
-        failed_pods = (launcher.status.failed if launcher.status else None) or 0
         replica_statuses = {
             **(replica_statuses or {}),
-            ReplicaType.LAUNCHER.value: st.replica_status(failed=failed_pods),
+            ReplicaType.LAUNCHER.value: st.replica_status(failed=launcher.failed_pods),
         }
     status = st.render(
         conditions, replica_statuses, previous.start_time, previous.completion_time, job.metadata.generation
