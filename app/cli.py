@@ -45,8 +45,8 @@ def _serve(host: str, port: int, workers: int) -> int:
 
 
 def _render(path: str) -> int:
-    from app.core.request import RequestError, decode_request
     from app.core.sync import sync
+    from app.kube.request import RequestError, decode_request
     from app.settings import SettingsError, load_settings
 
     try:
@@ -67,7 +67,10 @@ def _render(path: str) -> int:
         metadata.setdefault("generation", 1)
         body = orjson.dumps({"controller": {}, "parent": job, "children": {}, "related": {}})
         result = sync(
-            decode_request(body), now=datetime.now(UTC), keys=settings.key_source(), settings=settings
+            decode_request(body),
+            now=datetime.now(UTC),
+            keys=settings.key_source(),
+            cluster_domain=settings.cluster_domain,
         )
     except (RequestError, SettingsError, yaml.YAMLError) as err:
         print(f"mpijob: {err}", file=sys.stderr)

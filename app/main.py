@@ -10,29 +10,50 @@ from __future__ import annotations
 
 import logging
 import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import UTC, datetime
+from typing import TypeVar
 
 import orjson
-from fastapi import FastAPI, Request
+from fastapi import APIRouter, FastAPI, Request
 from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
 from app.core.customize import customize
-from app.core.keys import KeySource
-from app.core.request import RequestError, decode_request
 from app.core.sync import SyncResult, sync
+from app.kube.keys import KeySource
+from app.kube.request import RequestError, decode_request
 from app.metrics import Metrics
 from app.settings import Settings, load_settings
 
 log = logging.getLogger("mpi_operator_hook")
 
 MAX_BODY_BYTES = 512 * 1024 * 1024
+INTERNAL_ERROR = "internal error in the {hook} hook; see the hook's logs"
+
+router = APIRouter()
+T = TypeVar("T")
+
+
+@dataclass(frozen=True)
+class Hook:
+    """What the handlers share: settings, key material and metrics (one per app, in ``app.state``)."""
+
+    settings: Settings
+    keys: KeySource
+    metrics: Metrics
+
+    def answer_sync(self, body: bytes) -> tuple[SyncResult, bytes]:
+        request = decode_request(body)
+        now = datetime.now(UTC)
+        result = sync(request, now=now, keys=self.keys, cluster_domain=self.settings.cluster_domain)
+        return result, orjson.dumps(result.response())
 
 
 def create_app(settings: Settings | None = None, keys: KeySource | None = None) -> FastAPI:
     settings = settings or load_settings()
-    keys = keys or settings.key_source()
     if not logging.getLogger().handlers:
         logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     log.setLevel(settings.log_level)
@@ -41,76 +62,78 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
             "MPI_OPERATOR_GANG_SCHEDULING=%s is accepted but not acted on yet: no PodGroups are created",
             settings.gang_scheduling,
         )
-    metrics = Metrics()
     app = FastAPI(title="mpi-operator-hook", docs_url=None, redoc_url=None, openapi_url=None)
-
-    def answer_sync(body: bytes) -> tuple[SyncResult, bytes]:
-        request = decode_request(body)
-        result = sync(request, now=datetime.now(UTC), keys=keys, settings=settings)
-        return result, orjson.dumps(result.response())
-
-    @app.post("/sync")
-    async def sync_hook(request: Request) -> Response:
-        started = time.perf_counter()
-        if _too_large(request):
-            return _bad_request("request body too large", 413)
-        body = await request.body()
-        try:
-            result, payload = await run_in_threadpool(answer_sync, body)
-        except RequestError as err:
-            metrics.requests.labels("sync", "bad_request").inc()
-            return _bad_request(str(err))
-        except Exception:
-            # A bug of ours: Metacontroller changes nothing on a non-200 and retries with backoff.
-            log.exception("sync failed unexpectedly (request body not logged)")
-            metrics.requests.labels("sync", "error").inc()
-            return JSONResponse({"error": "internal error in the sync hook; see the hook's logs"}, 503)
-        elapsed = time.perf_counter() - started
-        metrics.sync_seconds.labels("sync").observe(elapsed)
-        outcome = "invalid_job" if any(e.reason == "ValidationError" for e in result.events) else "ok"
-        metrics.requests.labels("sync", outcome).inc()
-        launcher = next((c["metadata"]["name"] for c in result.children if c.get("kind") == "Job"), None)
-        metrics.record_events([e.reason for e in result.events], launcher, result.job.partition("/")[0])
-        for event in result.events:
-            log.info(
-                "event job=%s type=%s reason=%s message=%s",
-                result.job,
-                event.type,
-                event.reason,
-                event.message,
-            )
-        log.debug("sync job=%s children=%d seconds=%.4f", result.job, len(result.children), elapsed)
-        return Response(payload, media_type="application/json")
-
-    @app.post("/customize")
-    async def customize_hook(request: Request) -> Response:
-        if _too_large(request):
-            return _bad_request("request body too large", 413)
-        body = await request.body()
-        try:
-            payload = orjson.dumps(customize(body))
-        except RequestError as err:
-            metrics.requests.labels("customize", "bad_request").inc()
-            return _bad_request(str(err))
-        metrics.requests.labels("customize", "ok").inc()
-        return Response(payload, media_type="application/json")
-
-    @app.get("/healthz")
-    def healthz() -> dict[str, str]:
-        return {"status": "ok"}
-
-    @app.get("/readyz")
-    def readyz() -> dict[str, str]:
-        return {"status": "ready"}
-
-    @app.get("/metrics")
-    def metrics_endpoint() -> Response:
-        return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
+    app.state.hook = Hook(settings, keys or settings.key_source(), Metrics())
+    app.include_router(router)
     return app
 
 
-def _bad_request(message: str, status_code: int = 400) -> JSONResponse:
+def _hook(request: Request) -> Hook:
+    hook: Hook = request.app.state.hook
+    return hook
+
+
+@router.post("/sync")
+async def sync_hook(request: Request) -> Response:
+    hook = _hook(request)
+    started = time.perf_counter()
+    answer = await _answer(request, "sync", lambda body: hook.answer_sync(body))
+    if isinstance(answer, Response):
+        return answer
+    result, payload = answer
+    elapsed = time.perf_counter() - started
+    hook.metrics.record_sync(result, elapsed)
+    who = f"{result.namespace}/{result.name}"
+    for event in result.events:
+        log.info("event job=%s type=%s reason=%s message=%s", who, event.type, event.reason, event.message)
+    log.debug("sync job=%s children=%d seconds=%.4f", who, len(result.children), elapsed)
+    return Response(payload, media_type="application/json")
+
+
+@router.post("/customize")
+async def customize_hook(request: Request) -> Response:
+    hook = _hook(request)
+    answer = await _answer(request, "customize", lambda body: orjson.dumps(customize(body)))
+    if isinstance(answer, Response):
+        return answer
+    hook.metrics.requests.labels("customize", "ok").inc()
+    return Response(answer, media_type="application/json")
+
+
+async def _answer(request: Request, name: str, handle: Callable[[bytes], T]) -> T | Response:
+    """Read the body and run ``handle`` off the event loop; a bad request is a 4xx, a bug a bare 503."""
+    metrics = _hook(request).metrics
+    if _too_large(request):
+        return _error("request body too large", 413)
+    body = await request.body()
+    try:
+        return await run_in_threadpool(handle, body)
+    except RequestError as err:
+        metrics.requests.labels(name, "bad_request").inc()
+        return _error(str(err), 400)
+    except Exception:
+        # A bug of ours: Metacontroller changes nothing on a non-200 and retries with backoff.
+        log.exception("%s failed unexpectedly (request body not logged)", name)
+        metrics.requests.labels(name, "error").inc()
+        return _error(INTERNAL_ERROR.format(hook=name), 503)
+
+
+@router.get("/healthz")
+def healthz() -> dict[str, str]:
+    return {"status": "ok"}
+
+
+@router.get("/readyz")
+def readyz() -> dict[str, str]:
+    return {"status": "ready"}
+
+
+@router.get("/metrics")
+def metrics_endpoint(request: Request) -> Response:
+    return Response(generate_latest(_hook(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)
+
+
+def _error(message: str, status_code: int) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status_code)
 
 

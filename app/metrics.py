@@ -8,6 +8,9 @@ from __future__ import annotations
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
 
+from app.core.status import Milestone
+from app.core.sync import SyncResult
+
 
 class Metrics:
     def __init__(self, registry: CollectorRegistry | None = None) -> None:
@@ -36,18 +39,22 @@ class Metrics:
         )
         self.requests = Counter(
             "mpi_operator_hook_requests",
-            "Hook requests by hook and outcome (ok, invalid_job, bad_request, error)",
+            "Hook requests by hook and outcome (ok, invalid_job, left_alone, bad_request, error)",
             ["hook", "outcome"],
             registry=self.registry,
         )
 
-    def record_events(self, reasons: list[str], launcher: str | None, namespace: str) -> None:
-        for reason in reasons:
-            if reason == "MPIJobCreated":
+    def record_sync(self, result: SyncResult, seconds: float) -> None:
+        """Count one answered sync: its outcome, the milestones its Events mark, the job's launcher."""
+        self.sync_seconds.labels("sync").observe(seconds)
+        self.requests.labels("sync", result.outcome.value).inc()
+        for event in result.events:
+            if event.milestone == Milestone.CREATED:
                 self.jobs_created.inc()
-            elif reason == "MPIJobSucceeded":
+            elif event.milestone == Milestone.SUCCEEDED:
                 self.jobs_successful.inc()
-            elif reason not in ("MPIJobSuspended", "MPIJobResumed", "MPIJobEvicted", "ValidationError"):
+            elif event.milestone == Milestone.FAILED:
                 self.jobs_failed.inc()
-        if launcher:
-            self.job_info.labels(launcher=launcher, namespace=namespace).set(1)
+        launcher = result.launcher
+        if launcher is not None:
+            self.job_info.labels(launcher=launcher, namespace=result.namespace).set(1)

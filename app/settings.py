@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.core.keys import MIN_SEED_BYTES, KeySource, SeededKeys, random_keys
+from app.kube.keys import MIN_SEED_BYTES, KeySource, SeededKeys, random_keys
 
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 

@@ -23,9 +23,9 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from app.core.keys import SeededKeys
-from app.core.request import decode_request
 from app.core.sync import sync
+from app.kube.keys import SeededKeys
+from app.kube.request import decode_request
 from app.settings import Settings
 
 NOW = datetime(2026, 5, 4, 9, 0, 30, tzinfo=UTC)
@@ -71,7 +71,7 @@ def main() -> None:
     settings = Settings()
 
     def whole_sync() -> bytes:
-        result = sync(decode_request(body), now=NOW, keys=KEYS, settings=settings)
+        result = sync(decode_request(body), now=NOW, keys=KEYS, cluster_domain=settings.cluster_domain)
         return orjson.dumps(result.response())
 
     out = whole_sync()

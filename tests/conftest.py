@@ -6,7 +6,7 @@ from datetime import UTC, datetime
 
 import pytest
 
-from app.core.keys import SeededKeys
+from app.kube.keys import SeededKeys
 from app.settings import Settings
 
 NOW = datetime(2026, 5, 4, 9, 0, 30, tzinfo=UTC)

@@ -15,9 +15,9 @@ from typing import Any
 
 import orjson
 
-from app.core.keys import SeededKeys
-from app.core.request import decode_request
 from app.core.sync import sync
+from app.kube.keys import SeededKeys
+from app.kube.request import decode_request
 from app.settings import Settings
 from tests.builders import (
     launcher_pod,
@@ -237,7 +237,8 @@ CASES: dict[str, Case] = {
 
 def run(request: dict[str, Any] | bytes, settings: Settings | None = None) -> dict[str, Any]:
     body = request if isinstance(request, bytes) else orjson.dumps(request)
-    result = sync(decode_request(body), now=NOW, keys=SeededKeys(SEED), settings=settings or Settings())
+    domain = (settings or Settings()).cluster_domain
+    result = sync(decode_request(body), now=NOW, keys=SeededKeys(SEED), cluster_domain=domain)
     return orjson.loads(orjson.dumps(result.response()))
 
 

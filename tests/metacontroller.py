@@ -39,9 +39,9 @@ import orjson
 import yaml
 
 from app.core.customize import customize
-from app.core.keys import SeededKeys
-from app.core.request import decode_request
 from app.core.sync import sync
+from app.kube.keys import SeededKeys
+from app.kube.request import decode_request
 from app.settings import Settings
 from tests.kube_schema import schema_errors
 
@@ -440,7 +440,10 @@ class FakeMetacontroller:
     def _call_sync_hook(self, request: dict[str, Any]) -> dict[str, Any]:
         """The hook in-process, through the same decode and encode as the HTTP shell."""
         result = sync(
-            decode_request(orjson.dumps(request)), now=self.now, keys=self.keys, settings=self.settings
+            decode_request(orjson.dumps(request)),
+            now=self.now,
+            keys=self.keys,
+            cluster_domain=self.settings.cluster_domain,
         )
         return orjson.loads(orjson.dumps(result.response()))
 

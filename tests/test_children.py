@@ -19,15 +19,15 @@ import pytest
 from cryptography.hazmat.primitives import serialization
 from cryptography.hazmat.primitives.asymmetric import ec
 
-from app.api.defaults import with_defaults
+from app.api.defaults import Job, with_defaults
 from app.api.types import MPIJob
 from app.children.configmap import build_configmap, discover_hosts, hostfile
 from app.children.launcher import build_launcher
 from app.children.service import build_service
 from app.children.ssh_secret import build_ssh_secret
 from app.children.workers import WorkerFactory
-from app.core.keys import SeededKeys
-from app.core.request import Meta, ObservedSecret
+from app.kube.keys import SeededKeys
+from app.kube.request import Meta, ObservedSecret
 
 OPERATOR = "training.kubeflow.org/operator-name"
 JOB_NAME = "training.kubeflow.org/job-name"
@@ -77,15 +77,28 @@ def role_labels(job: str, role: str) -> dict[str, str]:
     return {OPERATOR: "mpi-operator", JOB_NAME: job, JOB_ROLE: role}
 
 
-def mpijob(name: str = "foo", namespace: str = "bar", **spec: Any) -> MPIJob:
-    return MPIJob.model_validate(
-        {
-            "apiVersion": "kubeflow.org/v2beta1",
-            "kind": "MPIJob",
-            "metadata": {"name": name, "namespace": namespace, "uid": "uid-1"},
-            "spec": spec,
-        }
+def mpijob(name: str = "foo", namespace: str = "bar", **spec: Any) -> Job:
+    """An MPIJob as written, defaulted as the hook does before building anything."""
+    return with_defaults(
+        MPIJob.model_validate(
+            {
+                "apiVersion": "kubeflow.org/v2beta1",
+                "kind": "MPIJob",
+                "metadata": {"name": name, "namespace": namespace, "uid": "uid-1"},
+                "spec": spec,
+            }
+        )
     )
+
+
+def launcher(job: Job) -> dict[str, Any]:
+    assert job.launcher is not None
+    return build_launcher(job, job.launcher)
+
+
+def workers(job: Job, domain: str) -> WorkerFactory:
+    assert job.worker is not None
+    return WorkerFactory(job, job.worker, domain)
 
 
 def one_container() -> dict[str, Any]:
@@ -102,7 +115,7 @@ def default_replicas(**worker: Any) -> dict[str, Any]:
 # --------------------------------------------------------------------------------------------------------
 
 
-def hostfile_job(name: str, namespace: str, workers: int | None, **spec: Any) -> MPIJob:
+def hostfile_job(name: str, namespace: str, workers: int | None, **spec: Any) -> Job:
     specs = {} if workers is None else {"Worker": {"replicas": workers, "template": one_container()}}
     return mpijob(name, namespace, mpiReplicaSpecs=specs, **spec)
 
@@ -228,7 +241,7 @@ HOSTFILE_CASES = [
 @pytest.mark.parametrize(
     ("job", "domain", "want"), [c[1:] for c in HOSTFILE_CASES], ids=[c[0] for c in HOSTFILE_CASES]
 )
-def test_hostfile(job: MPIJob, domain: str, want: str) -> None:
+def test_hostfile(job: Job, domain: str, want: str) -> None:
     assert hostfile(job, domain) == want
 
 
@@ -316,7 +329,7 @@ DISCOVER_CASES = [
 @pytest.mark.parametrize(
     ("job", "running", "domain", "want"), [c[1:] for c in DISCOVER_CASES], ids=[c[0] for c in DISCOVER_CASES]
 )
-def test_discover_hosts(job: MPIJob, running: Any, domain: str, want: str) -> None:
+def test_discover_hosts(job: Job, running: Any, domain: str, want: str) -> None:
     assert discover_hosts(job, running, domain) == want
 
 
@@ -324,7 +337,7 @@ def test_discover_hosts(job: MPIJob, running: Any, domain: str, want: str) -> No
     ("job", "running", "domain", "want"),
     [
         (
-            with_defaults(hostfile_job("pi", "default", 2)),
+            hostfile_job("pi", "default", 2),
             ["pi-worker-1"],
             "",
             {
@@ -338,10 +351,8 @@ def test_discover_hosts(job: MPIJob, running: Any, domain: str, want: str) -> No
             },
         ),
         (
-            with_defaults(
-                hostfile_job(
-                    "x", "ns", 1, mpiImplementation="Intel", slotsPerWorker=10, runLauncherAsWorker=True
-                )
+            hostfile_job(
+                "x", "ns", 1, mpiImplementation="Intel", slotsPerWorker=10, runLauncherAsWorker=True
             ),
             [],
             "cluster.local",
@@ -359,7 +370,7 @@ def test_discover_hosts(job: MPIJob, running: Any, domain: str, want: str) -> No
     ],
     ids=["OpenMPI, one running worker", "Intel, launcher as worker, cluster domain"],
 )
-def test_build_configmap(job: MPIJob, running: list[str], domain: str, want: dict[str, Any]) -> None:
+def test_build_configmap(job: Job, running: list[str], domain: str, want: dict[str, Any]) -> None:
     assert build_configmap(job, running, domain) == want
 
 
@@ -748,7 +759,7 @@ LAUNCHER_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     ("spec", "want"), [c[1:] for c in LAUNCHER_CASES], ids=[c[0] for c in LAUNCHER_CASES]
 )
 def test_build_launcher(spec: dict[str, Any], want: dict[str, Any]) -> None:
-    assert build_launcher(with_defaults(mpijob(**copy.deepcopy(spec)))) == want
+    assert launcher(mpijob(**copy.deepcopy(spec))) == want
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -1085,18 +1096,18 @@ WORKER_CASES: list[tuple[str, dict[str, Any], str, int, dict[str, Any]]] = [
     ("spec", "domain", "index", "want"), [c[1:] for c in WORKER_CASES], ids=[c[0] for c in WORKER_CASES]
 )
 def test_build_worker(spec: dict[str, Any], domain: str, index: int, want: dict[str, Any]) -> None:
-    job = with_defaults(mpijob(**copy.deepcopy(spec)))
-    assert WorkerFactory(job, domain).build(index) == want
+    job = mpijob(**copy.deepcopy(spec))
+    assert workers(job, domain).build(index) == want
 
 
 @pytest.mark.parametrize("spec", [c[1] for c in WORKER_CASES], ids=[c[0] for c in WORKER_CASES])
 def test_builders_do_not_mutate_the_mpijob(spec: dict[str, Any]) -> None:
     raw = copy.deepcopy(spec)
-    job = with_defaults(mpijob(**raw))
-    before = copy.deepcopy(job.model_dump(by_alias=True))
-    factory = WorkerFactory(job, "example.org")
+    job = mpijob(**raw)
+    before = copy.deepcopy(job)
+    factory = workers(job, "example.org")
     pods = [factory.build(0), factory.build(1)]
-    assert job.model_dump(by_alias=True) == before
+    assert job == before
     assert raw == spec
     # Two pods differ only in their identity.
     for pod in pods:
@@ -1109,11 +1120,11 @@ def test_builders_do_not_mutate_the_mpijob(spec: dict[str, Any]) -> None:
 @pytest.mark.parametrize("spec", [c[1] for c in LAUNCHER_CASES], ids=[c[0] for c in LAUNCHER_CASES])
 def test_build_launcher_does_not_mutate_the_mpijob(spec: dict[str, Any]) -> None:
     raw = copy.deepcopy(spec)
-    job = with_defaults(mpijob(**raw))
-    before = copy.deepcopy(job.model_dump(by_alias=True))
-    first = build_launcher(job)
-    assert job.model_dump(by_alias=True) == before
-    assert build_launcher(job) == first
+    job = mpijob(**raw)
+    before = copy.deepcopy(job)
+    first = launcher(job)
+    assert job == before
+    assert launcher(job) == first
     assert raw == spec
 
 
@@ -1144,7 +1155,7 @@ def service(job: str, namespace: str, **extra: Any) -> dict[str, Any]:
     ids=["runLauncherAsWorker unset", "runLauncherAsWorker false", "runLauncherAsWorker true"],
 )
 def test_build_service(spec: dict[str, Any], want: dict[str, Any]) -> None:
-    assert build_service(with_defaults(mpijob(**spec))) == want
+    assert build_service(mpijob(**spec)) == want
 
 
 # --------------------------------------------------------------------------------------------------------
@@ -1188,7 +1199,7 @@ def test_ssh_secret_reuses_observed_data_verbatim(data: dict[str, str]) -> None:
     assert built["data"] is not observed.data
 
 
-def _generated(job: MPIJob, observed: ObservedSecret | None, keys: SeededKeys = KEYS) -> dict[str, str]:
+def _generated(job: Job, observed: ObservedSecret | None, keys: SeededKeys = KEYS) -> dict[str, str]:
     secret = build_ssh_secret(job, observed, keys)
     _require(
         {k: v for k, v in secret.items() if k != "data"}
@@ -1232,7 +1243,11 @@ def test_seeded_ssh_keys_are_stable_per_uid_and_seed() -> None:
     again = _generated(mpijob(), None)
     from_other_instance = _generated(mpijob(), None, SeededKeys(b"s" * 32))
     other_uid = build_ssh_secret(
-        MPIJob.model_validate({"metadata": {"name": "foo", "namespace": "bar", "uid": "uid-2"}}), None, KEYS
+        with_defaults(
+            MPIJob.model_validate({"metadata": {"name": "foo", "namespace": "bar", "uid": "uid-2"}})
+        ),
+        None,
+        KEYS,
     )["data"]
     other_seed = _generated(mpijob(), None, SeededKeys(b"t" * 32))
     same = first == again == from_other_instance

@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from app.core.quantity import canonical_quantity
+from app.kube.quantity import canonical_quantity
 from app.settings import Settings
 from tests.builders import walk
 from tests.golden_cases import CASES, all_cases, run

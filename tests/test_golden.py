@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
-from app.core.keys import SeededKeys
-from app.core.request import decode_request
 from app.core.sync import sync
+from app.kube.keys import SeededKeys
+from app.kube.request import decode_request
 from app.settings import Settings
 from tests.golden_cases import CASES, NOW, SEED, all_cases, dump, response_path, run
 
@@ -62,5 +62,5 @@ def test_response_is_stable_across_hook_versions() -> None:
 @pytest.mark.parametrize("name", ["openmpi-first-sync", "invalid-new-job", "managed-by-multikueue"])
 def test_result_names_its_job_for_the_logs(name: str) -> None:
     request = (response_path(name).parent / "request.json").read_bytes()
-    result = sync(decode_request(request), now=NOW, keys=SeededKeys(SEED), settings=Settings())
-    assert result.job == "default/pi"
+    result = sync(decode_request(request), now=NOW, keys=SeededKeys(SEED), cluster_domain="")
+    assert (result.namespace, result.name) == ("default", "pi")

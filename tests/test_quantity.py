@@ -13,7 +13,7 @@ from typing import Any
 
 import pytest
 
-from app.core.quantity import canonical_pod_spec, canonical_quantity
+from app.kube.quantity import canonical_pod_spec, canonical_quantity
 
 # (input, what the apiserver prints)
 BASICS: list[tuple[Any, str]] = [

@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from app.core.keys import MIN_SEED_BYTES, SeededKeys, random_keys
+from app.kube.keys import MIN_SEED_BYTES, SeededKeys, random_keys
 from app.settings import Settings, SettingsError, load_settings
 
 ROOT = Path(__file__).resolve().parents[1]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 from fastapi.testclient import TestClient
 
-from app.core.keys import SSHKeyPair
+from app.kube.keys import SSHKeyPair
 from app.main import create_app
 from app.settings import Settings
 

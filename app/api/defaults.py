@@ -1,47 +1,100 @@
-"""In-memory defaulting, as upstream ``SetDefaults_MPIJob``: applied on every sync, never persisted.
+"""Upstream ``SetDefaults_MPIJob``, applied once: the parsed MPIJob becomes a ``Job`` with no default left.
 
-Returns a new model; the parsed parent is left untouched so the caller can still tell what the user wrote.
+Defaulting happens in memory on every sync and is never persisted, as upstream. Every field upstream
+defaults is plain (not Optional) here, so no later step re-defaults or asserts. The pod templates are
+shared with the parsed parent, never copied: builders decorate copies of their own.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+from typing import Any
+
 from app.api.types import (
     CleanPodPolicy,
+    JobStatus,
     LauncherCreationPolicy,
     MPIImplementation,
     MPIJob,
+    ObjectMeta,
+    ReplicaSpec,
     ReplicaType,
     RestartPolicy,
+    RunPolicy,
 )
 
 DEFAULT_SSH_AUTH_MOUNT_PATH = "/root/.ssh"
 
 
-def with_defaults(job: MPIJob) -> MPIJob:
-    job = job.model_copy(deep=True)
+@dataclass(frozen=True, slots=True)
+class Replica:
+    """A Launcher or Worker replica spec with its defaults applied."""
+
+    replicas: int
+    restart_policy: str
+    template: dict[str, Any]
+
+
+@dataclass(frozen=True, slots=True)
+class Job:
+    """An MPIJob as the hook reasons about it: defaulted, identity first, then the spec."""
+
+    metadata: ObjectMeta
+    status: JobStatus
+    slots_per_worker: int
+    run_launcher_as_worker: bool
+    ssh_auth_mount_path: str
+    launcher_creation_policy: str
+    mpi_implementation: str
+    clean_pod_policy: str
+    run_policy: RunPolicy
+    has_replica_specs: bool
+    launcher: Replica | None
+    worker: Replica | None
+
+    @property
+    def name(self) -> str:
+        return self.metadata.name
+
+    @property
+    def namespace(self) -> str:
+        return self.metadata.namespace
+
+    @property
+    def worker_replicas(self) -> int:
+        return self.worker.replicas if self.worker is not None else 0
+
+
+def with_defaults(job: MPIJob) -> Job:
     spec = job.spec
-    if spec.slots_per_worker is None:
-        spec.slots_per_worker = 1
-    if not spec.ssh_auth_mount_path:
-        spec.ssh_auth_mount_path = DEFAULT_SSH_AUTH_MOUNT_PATH
-    if not spec.launcher_creation_policy:
-        spec.launcher_creation_policy = LauncherCreationPolicy.AT_STARTUP.value
-    if not spec.mpi_implementation:
-        spec.mpi_implementation = MPIImplementation.OPENMPI.value
-    # Upstream's doc comment says "Running"; its code (and so ours) defaults to None.
-    if spec.run_policy.clean_pod_policy is None:
-        spec.run_policy.clean_pod_policy = CleanPodPolicy.NONE.value
-    launcher = spec.replica(ReplicaType.LAUNCHER)
-    if launcher is not None:
-        if launcher.replicas is None:
-            launcher.replicas = 1
-        if not launcher.restart_policy:
-            launcher.restart_policy = RestartPolicy.ON_FAILURE.value
-    worker = spec.replica(ReplicaType.WORKER)
-    if worker is not None:
-        # Upstream defaults to 0, which validation then rejects: a Worker must say how many.
-        if worker.replicas is None:
-            worker.replicas = 0
-        if not worker.restart_policy:
-            worker.restart_policy = RestartPolicy.NEVER.value
-    return job
+    return Job(
+        metadata=job.metadata,
+        status=job.status,
+        slots_per_worker=1 if spec.slots_per_worker is None else spec.slots_per_worker,
+        run_launcher_as_worker=bool(spec.run_launcher_as_worker),
+        # An empty string is defaulted like an absent field (upstream tests for "").
+        ssh_auth_mount_path=spec.ssh_auth_mount_path or DEFAULT_SSH_AUTH_MOUNT_PATH,
+        launcher_creation_policy=spec.launcher_creation_policy or LauncherCreationPolicy.AT_STARTUP.value,
+        mpi_implementation=spec.mpi_implementation or MPIImplementation.OPENMPI.value,
+        # Upstream's doc comment says "Running"; its code (and so ours) defaults to None.
+        clean_pod_policy=(
+            CleanPodPolicy.NONE.value
+            if spec.run_policy.clean_pod_policy is None
+            else spec.run_policy.clean_pod_policy
+        ),
+        run_policy=spec.run_policy,
+        has_replica_specs=spec.mpi_replica_specs is not None,
+        launcher=_replica(spec.replica(ReplicaType.LAUNCHER), 1, RestartPolicy.ON_FAILURE),
+        # Upstream defaults Worker replicas to 0, which validation then rejects: a Worker must say how many.
+        worker=_replica(spec.replica(ReplicaType.WORKER), 0, RestartPolicy.NEVER),
+    )
+
+
+def _replica(spec: ReplicaSpec | None, replicas: int, restart_policy: RestartPolicy) -> Replica | None:
+    if spec is None:
+        return None
+    return Replica(
+        replicas=replicas if spec.replicas is None else spec.replicas,
+        restart_policy=spec.restart_policy or restart_policy.value,
+        template=spec.template,
+    )

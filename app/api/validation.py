@@ -1,5 +1,9 @@
 """Upstream ``ValidateMPIJob``: every error with its field path and upstream's wording, in upstream's order.
 
+It runs on the defaulted ``Job``, as upstream's controller does, so upstream's "Required" errors for
+fields that defaulting always fills (slots, SSH mount path, clean Pod policy, replica counts) cannot
+occur and are not here.
+
 Formatting follows apimachinery's ``field.Error``: ``<path>: Required value: ...``,
 ``<path>: Invalid value: <v>: ...``, ``<path>: Unsupported value: "<v>": supported values: ...``.
 """
@@ -11,17 +15,14 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from app.api.defaults import Job, Replica
 from app.api.types import (
     KUBEFLOW_JOB_CONTROLLER,
     MULTIKUEUE_CONTROLLER,
     CleanPodPolicy,
     MPIImplementation,
-    MPIJob,
-    MPIJobSpec,
-    ReplicaSpec,
     ReplicaType,
     RestartPolicy,
-    RunPolicy,
 )
 
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -73,9 +74,9 @@ def aggregate(errors: list[FieldError]) -> str:
     return messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
 
 
-def validate(job: MPIJob) -> list[FieldError]:
-    """Validate a *defaulted* MPIJob; an empty list means valid."""
-    return [*_validate_name(job), *_validate_spec(job.spec, "spec")]
+def validate(job: Job) -> list[FieldError]:
+    """Validate a defaulted MPIJob; an empty list means valid."""
+    return [*_validate_name(job), *_validate_spec(job, "spec")]
 
 
 def dns1035_errors(value: str) -> list[str]:
@@ -87,40 +88,30 @@ def dns1035_errors(value: str) -> list[str]:
     return errors
 
 
-def _validate_name(job: MPIJob) -> list[FieldError]:
-    worker = job.spec.replica(ReplicaType.WORKER)
-    replicas = worker.replicas if worker is not None and worker.replicas and worker.replicas > 0 else 1
-    hostname = f"{job.metadata.name}-worker-{replicas - 1}"
+def _validate_name(job: Job) -> list[FieldError]:
+    replicas = max(job.worker_replicas, 1)
+    hostname = f"{job.name}-worker-{replicas - 1}"
     problems = dns1035_errors(hostname)
     if not problems:
         return []
     detail = f"will not able to create pod and service with invalid DNS label {json.dumps(hostname)}: " + (
         ", ".join(problems)
     )
-    return [FieldError("metadata.name", "Invalid", detail, job.metadata.name)]
+    return [FieldError("metadata.name", "Invalid", detail, job.name)]
 
 
-def _validate_spec(spec: MPIJobSpec, path: str) -> list[FieldError]:
-    errors = _validate_replica_specs(spec.mpi_replica_specs, f"{path}.mpiReplicaSpecs")
-    if spec.slots_per_worker is None:
-        errors.append(
-            FieldError(f"{path}.slotsPerWorker", "Required", "must have number of slots per worker")
-        )
-    else:
-        errors += _non_negative(spec.slots_per_worker, f"{path}.slotsPerWorker")
-    errors += _validate_run_policy(spec.run_policy, f"{path}.runPolicy")
-    if not spec.ssh_auth_mount_path:
-        errors.append(
-            FieldError(f"{path}.sshAuthMountPath", "Required", "must have a mount path for SSH credentials")
-        )
+def _validate_spec(job: Job, path: str) -> list[FieldError]:
+    errors = _validate_replica_specs(job, f"{path}.mpiReplicaSpecs")
+    errors += _non_negative(job.slots_per_worker, f"{path}.slotsPerWorker")
+    errors += _validate_run_policy(job, f"{path}.runPolicy")
     implementations = sorted(m.value for m in MPIImplementation)
-    if spec.mpi_implementation not in implementations:
+    if job.mpi_implementation not in implementations:
         errors.append(
             FieldError(
                 f"{path}.mpiImplementation",
                 "NotSupported",
                 "",
-                spec.mpi_implementation,
+                job.mpi_implementation,
                 tuple(implementations),
                 named_type=True,
             )
@@ -128,38 +119,36 @@ def _validate_spec(spec: MPIJobSpec, path: str) -> list[FieldError]:
     return errors
 
 
-def _validate_replica_specs(specs: dict[str, ReplicaSpec | None] | None, path: str) -> list[FieldError]:
-    if specs is None:
+def _validate_replica_specs(job: Job, path: str) -> list[FieldError]:
+    if not job.has_replica_specs:
         return [FieldError(path, "Required", "must have replica specs")]
     errors: list[FieldError] = []
     launcher_path = f"{path}[{ReplicaType.LAUNCHER}]"
-    launcher = specs.get(ReplicaType.LAUNCHER)
-    if launcher is None:
+    if job.launcher is None:
         errors.append(FieldError(launcher_path, "Required", f"must have {ReplicaType.LAUNCHER} replica spec"))
     else:
-        errors += _validate_replica_spec(launcher, launcher_path)
-        if launcher.replicas is not None and launcher.replicas != 1:
-            errors.append(FieldError(f"{launcher_path}.replicas", "Invalid", "must be 1", launcher.replicas))
+        errors += _validate_replica_spec(job.launcher, launcher_path)
+        if job.launcher.replicas != 1:
+            errors.append(
+                FieldError(f"{launcher_path}.replicas", "Invalid", "must be 1", job.launcher.replicas)
+            )
     worker_path = f"{path}[{ReplicaType.WORKER}]"
-    worker = specs.get(ReplicaType.WORKER)
-    if worker is not None:
-        errors += _validate_replica_spec(worker, worker_path)
-        if worker.replicas is not None and worker.replicas <= 0:
+    if job.worker is not None:
+        errors += _validate_replica_spec(job.worker, worker_path)
+        if job.worker.replicas <= 0:
             errors.append(
                 FieldError(
                     f"{worker_path}.replicas",
                     "Invalid",
                     "must be greater than or equal to 1",
-                    worker.replicas,
+                    job.worker.replicas,
                 )
             )
     return errors
 
 
-def _validate_replica_spec(spec: ReplicaSpec, path: str) -> list[FieldError]:
+def _validate_replica_spec(spec: Replica, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    if spec.replicas is None:
-        errors.append(FieldError(f"{path}.replicas", "Required", "must define number of replicas"))
     allowed = (RestartPolicy.NEVER.value, RestartPolicy.ON_FAILURE.value)
     if spec.restart_policy not in allowed:
         errors.append(
@@ -167,7 +156,7 @@ def _validate_replica_spec(spec: ReplicaSpec, path: str) -> list[FieldError]:
                 f"{path}.restartPolicy",
                 "NotSupported",
                 "",
-                spec.restart_policy or "",
+                spec.restart_policy,
                 allowed,
                 named_type=True,
             )
@@ -180,23 +169,21 @@ def _validate_replica_spec(spec: ReplicaSpec, path: str) -> list[FieldError]:
     return errors
 
 
-def _validate_run_policy(policy: RunPolicy, path: str) -> list[FieldError]:
+def _validate_run_policy(job: Job, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    if policy.clean_pod_policy is None:
-        errors.append(FieldError(f"{path}.cleanPodPolicy", "Required", "must have clean Pod policy"))
-    else:
-        allowed = tuple(sorted(p.value for p in CleanPodPolicy))
-        if policy.clean_pod_policy not in allowed:
-            errors.append(
-                FieldError(
-                    f"{path}.cleanPodPolicy",
-                    "NotSupported",
-                    "",
-                    policy.clean_pod_policy,
-                    allowed,
-                    named_type=True,
-                )
+    allowed = tuple(sorted(p.value for p in CleanPodPolicy))
+    if job.clean_pod_policy not in allowed:
+        errors.append(
+            FieldError(
+                f"{path}.cleanPodPolicy",
+                "NotSupported",
+                "",
+                job.clean_pod_policy,
+                allowed,
+                named_type=True,
             )
+        )
+    policy = job.run_policy
     for name, value in (
         ("ttlSecondsAfterFinished", policy.ttl_seconds_after_finished),
         ("activeDeadlineSeconds", policy.active_deadline_seconds),

@@ -4,20 +4,21 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.types import MPIImplementation, MPIJob, ReplicaType
+from app.api.defaults import Job, Replica
+from app.api.types import MPIImplementation
 from app.children import pods
-from app.core import names
+from app.kube import names
 
 _SSH_CONNECT_ARGS = "-o ConnectionAttempts=10"
 _MODE_0444 = 0o444
 _MODE_0555 = 0o555
 
 
-def launcher_env(job: MPIJob) -> list[dict[str, str]]:
+def launcher_env(job: Job) -> list[dict[str, str]]:
     """Env appended to the launcher's first container, in upstream's order."""
-    slots = str(job.spec.slots_per_worker)
+    slots = str(job.slots_per_worker)
     env = [{"name": "K_MPI_JOB_ROLE", "value": names.LAUNCHER}]
-    implementation = job.spec.mpi_implementation
+    implementation = job.mpi_implementation
     if implementation == MPIImplementation.OPENMPI:
         env += [
             {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "true"},
@@ -36,7 +37,7 @@ def launcher_env(job: MPIJob) -> list[dict[str, str]]:
             {"name": "HYDRA_HOST_FILE", "value": names.HOSTFILE_PATH},
             {"name": "HYDRA_LAUNCH_EXTRA_ARGS", "value": _SSH_CONNECT_ARGS},
         ]
-    if not job.spec.run_launcher_as_worker:
+    if not job.run_launcher_as_worker:
         # Keep GPUs invisible to a launcher that only runs mpirun (no ``value``: the apiserver drops "").
         env += [{"name": "NVIDIA_VISIBLE_DEVICES"}, {"name": "NVIDIA_DRIVER_CAPABILITIES"}]
     return env
@@ -55,15 +56,13 @@ def config_volume(job: str) -> dict[str, Any]:
     }
 
 
-def build_launcher_template(job: MPIJob) -> dict[str, Any]:
-    replica = job.spec.replica(ReplicaType.LAUNCHER)
-    assert replica is not None
-    name = job.metadata.name
+def build_launcher_template(job: Job, replica: Replica) -> dict[str, Any]:
+    name = job.name
     labels, annotations = pods.template_metadata(replica.template)
     labels.update(names.pod_labels(name, names.LAUNCHER))
-    if job.spec.run_launcher_as_worker:
+    if job.run_launcher_as_worker:
         labels[names.REPLICA_INDEX_LABEL] = "0"
-    mount_path = job.spec.ssh_auth_mount_path or names.SSH_ROOT_PATH
+    mount_path = job.ssh_auth_mount_path
     spec = pods.base_spec(replica.template)
     spec = {**spec, "hostname": names.launcher_name(name), "subdomain": name}
     spec = pods.dns_policy_for_host_network(spec)
@@ -75,7 +74,7 @@ def build_launcher_template(job: MPIJob) -> dict[str, Any]:
             {"name": names.CONFIG_VOLUME, "mountPath": names.CONFIG_MOUNT_PATH},
         ],
     )
-    spec["restartPolicy"] = pods.restart_policy(replica.restart_policy, "OnFailure")
+    spec["restartPolicy"] = pods.restart_policy(replica.restart_policy)
     spec = pods.with_volumes(spec, [pods.ssh_volume(name, mount_path), config_volume(name)])
     metadata: dict[str, Any] = {"labels": labels}
     if annotations:
@@ -83,9 +82,9 @@ def build_launcher_template(job: MPIJob) -> dict[str, Any]:
     return {"metadata": metadata, "spec": spec}
 
 
-def build_launcher(job: MPIJob) -> dict[str, Any]:
-    """The launcher Job. ``suspend`` is never emitted: a suspended MPIJob has no launcher (see sync)."""
-    policy = job.spec.run_policy
+def build_launcher(job: Job, replica: Replica) -> dict[str, Any]:
+    """The launcher Job. ``suspend`` is never emitted: a suspended MPIJob has no launcher (see the plan)."""
+    policy = job.run_policy
     spec: dict[str, Any] = {}
     if policy.ttl_seconds_after_finished is not None:
         spec["ttlSecondsAfterFinished"] = policy.ttl_seconds_after_finished
@@ -94,14 +93,14 @@ def build_launcher(job: MPIJob) -> dict[str, Any]:
     if policy.backoff_limit is not None:
         spec["backoffLimit"] = policy.backoff_limit
     spec["podReplacementPolicy"] = "Failed"
-    spec["template"] = build_launcher_template(job)
+    spec["template"] = build_launcher_template(job, replica)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
-            "name": names.launcher_name(job.metadata.name),
-            "namespace": job.metadata.namespace,
-            "labels": names.owned_labels(job.metadata.name),
+            "name": names.launcher_name(job.name),
+            "namespace": job.namespace,
+            "labels": names.owned_labels(job.name),
         },
         "spec": spec,
     }

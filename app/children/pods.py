@@ -8,8 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.core import names
-from app.core.quantity import canonical_pod_spec
+from app.api.defaults import DEFAULT_SSH_AUTH_MOUNT_PATH
+from app.kube import names
+from app.kube.quantity import canonical_pod_spec
 
 _SECRET_MODE_0600 = 0o600
 
@@ -29,7 +30,7 @@ def base_spec(template: dict[str, Any]) -> dict[str, Any]:
 
 def ssh_volume(job: str, mount_path: str) -> dict[str, Any]:
     secret: dict[str, Any] = {"secretName": names.ssh_secret_name(job)}
-    if mount_path == names.SSH_ROOT_PATH:
+    if mount_path == DEFAULT_SSH_AUTH_MOUNT_PATH:
         # sshd refuses keys readable by others; upstream sets the mode only for the root path.
         secret["defaultMode"] = _SECRET_MODE_0600
     secret["items"] = [
@@ -69,8 +70,6 @@ def dns_policy_for_host_network(spec: dict[str, Any]) -> dict[str, Any]:
     return spec
 
 
-def restart_policy(replica_policy: str | None, default: str) -> str:
-    """Replica ``restartPolicy`` wins over the template's; ``ExitCode`` means ``Never`` for the pod."""
-    if replica_policy == "ExitCode":
-        return "Never"
-    return replica_policy or default
+def restart_policy(replica_policy: str) -> str:
+    """The (defaulted) replica ``restartPolicy`` wins over the template's; ``ExitCode`` means ``Never``."""
+    return "Never" if replica_policy == "ExitCode" else replica_policy

@@ -4,14 +4,14 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.types import MPIJob
-from app.core import names
+from app.api.defaults import Job
+from app.kube import names
 
 
-def build_service(job: MPIJob) -> dict[str, Any]:
-    name = job.metadata.name
+def build_service(job: Job) -> dict[str, Any]:
+    name = job.name
     spec: dict[str, Any] = {"clusterIP": "None", "selector": names.service_selector(name)}
-    if job.spec.run_launcher_as_worker:
+    if job.run_launcher_as_worker:
         # The launcher must resolve itself before it is Ready. ``false`` is never emitted: the
         # apiserver drops it and Metacontroller would see a difference on every sync.
         spec["publishNotReadyAddresses"] = True
@@ -20,7 +20,7 @@ def build_service(job: MPIJob) -> dict[str, Any]:
         "kind": "Service",
         "metadata": {
             "name": names.service_name(name),
-            "namespace": job.metadata.namespace,
+            "namespace": job.namespace,
             "labels": names.owned_labels(name),
         },
         "spec": spec,

@@ -9,15 +9,15 @@ from __future__ import annotations
 import base64
 from typing import Any
 
-from app.api.types import MPIJob
-from app.core import names
-from app.core.keys import KeySource
-from app.core.request import ObservedSecret
+from app.api.defaults import Job
+from app.kube import names
+from app.kube.keys import KeySource
+from app.kube.request import ObservedSecret
 
 _REQUIRED_KEYS = (names.SSH_PRIVATE_KEY, names.SSH_PUBLIC_KEY)
 
 
-def build_ssh_secret(job: MPIJob, observed: ObservedSecret | None, keys: KeySource) -> dict[str, Any]:
+def build_ssh_secret(job: Job, observed: ObservedSecret | None, keys: KeySource) -> dict[str, Any]:
     if observed is not None and observed.data and all(k in observed.data for k in _REQUIRED_KEYS):
         data = dict(observed.data)
     else:
@@ -30,9 +30,9 @@ def build_ssh_secret(job: MPIJob, observed: ObservedSecret | None, keys: KeySour
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {
-            "name": names.ssh_secret_name(job.metadata.name),
-            "namespace": job.metadata.namespace,
-            "labels": names.owned_labels(job.metadata.name),
+            "name": names.ssh_secret_name(job.name),
+            "namespace": job.namespace,
+            "labels": names.owned_labels(job.name),
         },
         "type": names.SSH_AUTH_SECRET_TYPE,
         "data": data,

@@ -8,35 +8,31 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.types import MPIJob, ReplicaType
+from app.api.defaults import Job, Replica
 from app.children import pods
-from app.core import names
+from app.kube import names
 
 DEFAULT_WORKER_COMMAND = ["/usr/sbin/sshd", "-De"]
-_DEFAULT_DNS_DOMAIN = "cluster.local"
 
 
 class WorkerFactory:
     """Builds worker Pods for one MPIJob; ``build(i)`` returns a new Pod dict."""
 
-    def __init__(self, job: MPIJob, cluster_domain: str) -> None:
-        spec_replica = job.spec.replica(ReplicaType.WORKER)
-        assert spec_replica is not None
-        self._job = job.metadata.name
-        self._namespace = job.metadata.namespace
-        self._index_offset = 1 if job.spec.run_launcher_as_worker else 0
-        labels, annotations = pods.template_metadata(spec_replica.template)
+    def __init__(self, job: Job, replica: Replica, cluster_domain: str) -> None:
+        self._job = job.name
+        self._namespace = job.namespace
+        self._index_offset = 1 if job.run_launcher_as_worker else 0
+        labels, annotations = pods.template_metadata(replica.template)
         self._labels = {**labels, **names.pod_labels(self._job, names.WORKER)}
         self._annotations = annotations
-        mount_path = job.spec.ssh_auth_mount_path or names.SSH_ROOT_PATH
-        spec = pods.base_spec(spec_replica.template)
+        mount_path = job.ssh_auth_mount_path
+        spec = pods.base_spec(replica.template)
         spec = pods.dns_policy_for_host_network(spec)
-        # Upstream hard-codes cluster.local here; we follow the configured domain (README: deviations).
-        search = f"{self._job}.{self._namespace}.svc.{cluster_domain or _DEFAULT_DNS_DOMAIN}"
+        search = names.dns_search_domain(self._job, self._namespace, cluster_domain)
         dns_config = dict(spec.get("dnsConfig") or {})
         dns_config["searches"] = [*(dns_config.get("searches") or []), search]
         spec["dnsConfig"] = dns_config
-        spec["restartPolicy"] = pods.restart_policy(spec_replica.restart_policy, "Never")
+        spec["restartPolicy"] = pods.restart_policy(replica.restart_policy)
         spec = pods.decorate_first_container(
             spec,
             env=[{"name": "K_MPI_JOB_ROLE", "value": names.WORKER}],

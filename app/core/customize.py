@@ -10,8 +10,8 @@ from typing import Any
 import msgspec
 
 from app.api.types import API_VERSION, KIND
-from app.core import names
-from app.core.request import RequestError
+from app.kube import names
+from app.kube.request import RequestError
 
 
 class _Meta(msgspec.Struct, frozen=True):

@@ -12,8 +12,8 @@ from typing import Any
 
 import orjson
 
-from app.core.names import CONTROLLER_UID_LABEL, LAST_APPLIED_ANNOTATION
-from app.core.request import Meta, SyncRequest
+from app.kube.names import CONTROLLER_UID_LABEL, LAST_APPLIED_ANNOTATION
+from app.kube.request import Meta, SyncRequest
 
 _KINDS = (
     ("pods", "v1", "Pod"),

@@ -1,11 +1,11 @@
-"""The observed children of one MPIJob, sorted once into a typed snapshot the policies read."""
+"""The observed children of one MPIJob, sorted once into a typed snapshot the plan reads."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.core import names
-from app.core.request import ObservedJob, ObservedPod, ObservedSecret, SyncRequest
+from app.kube import names
+from app.kube.request import ObservedJob, ObservedPod, ObservedSecret, SyncRequest
 
 
 @dataclass(frozen=True)
@@ -15,8 +15,6 @@ class Observed:
     launcher: ObservedJob | None = None
     workers: dict[int, ObservedPod] = field(default_factory=dict)
     secret: ObservedSecret | None = None
-    has_service: bool = False
-    has_configmap: bool = False
     # Launcher Pods reach us only through the customize hook (they are the Job's children, not ours).
     launcher_pods: list[ObservedPod] | None = None
 
@@ -33,24 +31,21 @@ def classify(job_name: str, request: SyncRequest) -> Observed:
         index = _worker_index(pod.metadata.name, prefix)
         if index is not None:
             workers[index] = pod
-    launcher_pods = None
-    if request.controller.has_customize_hook:
-        launcher_pods = [
-            p
-            for p in (request.related.pods or {}).values()
-            if (p.metadata.labels or {}).get(names.JOB_NAME_LABEL) == job_name
-            and (p.metadata.labels or {}).get(names.JOB_ROLE_LABEL) == names.LAUNCHER
-        ]
     return Observed(
         launcher=launcher,
         workers=workers,
         secret=secret,
-        has_service=any(s.metadata.name == job_name for s in (children.services or {}).values()),
-        has_configmap=any(
-            c.metadata.name == names.config_name(job_name) for c in (children.configmaps or {}).values()
-        ),
-        launcher_pods=launcher_pods,
+        launcher_pods=_launcher_pods(job_name, request) if request.controller.has_customize_hook else None,
     )
+
+
+def _launcher_pods(job_name: str, request: SyncRequest) -> list[ObservedPod]:
+    return [
+        pod
+        for pod in (request.related.pods or {}).values()
+        if (pod.metadata.labels or {}).get(names.JOB_NAME_LABEL) == job_name
+        and (pod.metadata.labels or {}).get(names.JOB_ROLE_LABEL) == names.LAUNCHER
+    ]
 
 
 def _worker_index(name: str, prefix: str) -> int | None:

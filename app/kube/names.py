@@ -24,7 +24,6 @@ HOSTFILE_PATH = f"{CONFIG_MOUNT_PATH}/{HOSTFILE_KEY}"
 SSH_AUTH_VOLUME = "ssh-auth"
 SSH_PRIVATE_KEY = "ssh-privatekey"
 SSH_PUBLIC_KEY = "ssh-publickey"
-SSH_ROOT_PATH = "/root/.ssh"
 SSH_AUTH_SECRET_TYPE = "kubernetes.io/ssh-auth"
 
 
@@ -70,6 +69,18 @@ def service_selector(job: str) -> dict[str, str]:
     return {OPERATOR_NAME_LABEL: OPERATOR_NAME, JOB_NAME_LABEL: job}
 
 
+# An empty cluster domain means two things, as upstream, kept side by side here:
+# - host names in the hostfile and discover_hosts.sh end at ``.svc`` (the Pod's resolver adds the domain);
+# - the workers' DNS search path still needs a full domain, so it falls back to ``cluster.local``.
+DEFAULT_CLUSTER_DOMAIN = "cluster.local"
+
+
 def host_fqdn(host: str, job: str, namespace: str, cluster_domain: str) -> str:
+    """A host in the hostfile: ``<host>.<job>.<ns>.svc[.<domain>]``."""
     fqdn = f"{host}.{job}.{namespace}.svc"
     return f"{fqdn}.{cluster_domain}" if cluster_domain else fqdn
+
+
+def dns_search_domain(job: str, namespace: str, cluster_domain: str) -> str:
+    """The workers' ``dnsConfig.searches``; upstream hard-codes ``cluster.local`` (README: deviations)."""
+    return f"{job}.{namespace}.svc.{cluster_domain or DEFAULT_CLUSTER_DOMAIN}"
