@@ -2,7 +2,7 @@
 
 It keeps a small cluster of objects, builds each hook request exactly as Metacontroller does (every declared
 child kind present, keys per hook version, related Pods from the customize hook), and applies the response
-with Metacontroller's rules (``../shared/docs/metacontroller-contract.md`` §2-§3):
+with Metacontroller's rules (``docs/architecture.md``, "The Metacontroller contract"):
 
 - strict response: only ``status``, ``children``, ``resyncAfterSeconds``, ``finalized``; no ``null`` child;
   every child has ``kind``, the exact declared ``apiVersion`` and a ``metadata.name``;
@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import copy
 import functools
+import hashlib
 import json
 import re
 from collections.abc import Callable
@@ -43,6 +44,7 @@ from app.core.sync import sync
 from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
 from app.settings import Settings
+from tests.builders import with_pod_status
 from tests.kube_schema import schema_errors
 
 ROOT = Path(__file__).resolve().parent.parent
@@ -140,22 +142,45 @@ class Writes:
 
 @dataclass
 class Golden:
-    """Records (or checks) each step's request and response under ``folder``."""
+    """Checks (or records) a compact summary of every sync: the status written and each child returned.
 
-    folder: Path
-    update: bool
-    step: int = 0
+    One ``steps.yaml`` per scenario: per step the whole status and, per child, a digest of the object the hook
+    returned. The requests are outputs of this fake and are not stored; the children's full content is
+    pinned by the single-sync golden files (``tests/golden/<case>/response.json``), so a digest that moves
+    here points at a builder change that is readable there.
+    """
+
+    def __init__(self, folder: Path, update: bool) -> None:
+        self.path = folder / "steps.yaml"
+        self.update = update
+        self.steps: list[dict[str, Any]] = []
+        self._recorded = [] if update else _recorded_steps(self.path)
 
     def check(self, request: dict[str, Any], response: dict[str, Any]) -> None:
-        self.step += 1
-        for suffix, payload in (("request", request), ("response", response)):
-            path = self.folder / f"{self.step:02d}-{suffix}.json"
-            text = json.dumps(payload, indent=2, sort_keys=True) + "\n"
-            if self.update:
-                path.parent.mkdir(parents=True, exist_ok=True)
-                path.write_text(text)
-            elif not path.exists() or path.read_text() != text:
-                raise AssertionError(f"{path} differs: run pytest --update-golden and review the diff")
+        step = {"step": len(self.steps) + 1, "status": response["status"], "children": _digests(response)}
+        self.steps.append(step)
+        if self.update:
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            self.path.write_text(yaml.safe_dump(self.steps, sort_keys=True, width=120))
+            return
+        recorded = self._recorded[len(self.steps) - 1] if len(self.steps) <= len(self._recorded) else None
+        assert step == recorded, f"{self.path} step {step['step']} differs: run --update-golden and review"
+
+
+def _recorded_steps(path: Path) -> list[dict[str, Any]]:
+    if not path.exists():
+        raise AssertionError(f"{path} is missing: run pytest --update-golden and review it")
+    steps: list[dict[str, Any]] = yaml.safe_load(path.read_text())
+    return steps
+
+
+def _digests(response: dict[str, Any]) -> dict[str, str]:
+    return {
+        f"{child['kind']}/{child['metadata']['name']}": hashlib.sha256(
+            json.dumps(child, sort_keys=True).encode()
+        ).hexdigest()[:12]
+        for child in response["children"]
+    }
 
 
 class FakeMetacontroller:
@@ -266,13 +291,7 @@ class FakeMetacontroller:
         pod = self.get("Pod", name)
         assert pod is not None, f"no Pod {name}"
         ready = phase == "Running" if ready is None else ready
-        status: dict[str, Any] = {
-            "phase": phase,
-            "conditions": [{"type": "Ready", "status": "True" if ready else "False"}],
-        }
-        if reason:
-            status["reason"] = reason
-        pod["status"] = status
+        pod["status"] = with_pod_status(pod, phase, ready=ready, reason=reason)["status"]
         self._bump(pod)
 
     def workers_running(self, ready: bool = True) -> None:

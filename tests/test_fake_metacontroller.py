@@ -1,9 +1,9 @@
 """The fake Metacontroller enforces the contract: each test breaks ONE rule and expects the real reaction.
 
-``../shared/docs/metacontroller-contract.md`` §0, §2, §3 and §5. Where the real Metacontroller rejects the
-response, aborts the sync or would be driven into damage by it, the fake raises ``ContractViolation`` and
-changes nothing; where it acts destructively (deletion by omission) the fake does the same and the test
-checks that it happened.
+Where the real Metacontroller rejects the response, aborts the sync or would be driven into damage by it,
+the fake raises ``ContractViolation`` and changes nothing; where it acts destructively (deletion by omission)
+the fake does the same and the test checks that it happened. The rules are summarised in
+``docs/architecture.md`` ("The Metacontroller contract").
 """
 
 from __future__ import annotations

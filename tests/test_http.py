@@ -2,7 +2,8 @@
 
 One server per session (seeded SSH keys, output captured to a file). Each wire fixture is a request body in
 Metacontroller's exact shape (tests/fixtures/wire). What is pinned here is the HTTP contract
-(metacontroller-contract.md §0, §2, §3.8, §5): 200 with exactly ``status``/``children``/``resyncAfterSeconds``
+(``docs/architecture.md``, "The Metacontroller contract"): 200 with exactly ``status``, ``children`` and
+``resyncAfterSeconds``
 for every well-formed request, an ``Invalid`` condition (and every observed child kept) for a bad MPIJob,
 400 with a short body that never echoes input for a malformed request, and no key material in the logs.
 """

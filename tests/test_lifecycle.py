@@ -7,8 +7,9 @@ exact conditions (type → status, reason, in list order), ``replicaStatuses``, 
 exist and what the sync wrote; after every stage the job must settle within three syncs and then write
 nothing. Where we deviate from upstream on purpose (README: compatibility table) the docstring says so.
 
-Every sync's request and response is recorded in ``tests/golden/lifecycle/<scenario>/NN-*.json``;
-regenerate with ``pytest tests/test_lifecycle.py --update-golden`` and review the diff.
+Every sync's status and a digest of each child it returned are recorded in
+``tests/golden/lifecycle/<scenario>/steps.yaml``; regenerate with ``pytest tests/test_lifecycle.py
+--update-golden`` and review the diff.
 """
 
 from __future__ import annotations

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
 from fastapi.testclient import TestClient
 
 from app.kube.keys import SSHKeyPair
@@ -31,3 +32,17 @@ def test_a_body_over_the_limit_is_refused_before_it_is_read() -> None:
     client = TestClient(create_app(Settings()))
     response = client.post("/sync", content=b"{}", headers={"content-length": str(600 * 1024 * 1024)})
     assert response.status_code == 413
+
+
+def test_customize_failing_unexpectedly_is_a_503_without_details(monkeypatch: pytest.MonkeyPatch) -> None:
+    def broken(body: bytes) -> dict[str, object]:
+        raise RuntimeError("simulated bug in customize")
+
+    monkeypatch.setattr("app.main.customize", broken)
+    client = TestClient(create_app(Settings()), raise_server_exceptions=False)
+    response = client.post("/customize", content=FIRST_SYNC.read_bytes())
+    assert response.status_code == 503
+    assert response.json() == {"error": "internal error in the customize hook; see the hook's logs"}
+    assert "simulated bug" not in response.text and "Traceback" not in response.text
+    metrics = client.get("/metrics").text
+    assert 'mpi_operator_hook_requests_total{hook="customize",outcome="error"} 1.0' in metrics

@@ -134,7 +134,6 @@ class JobStatus(_Model):
     replica_statuses: dict[str, ReplicaStatus] | None = Field(default=None, alias="replicaStatuses")
     start_time: str | None = Field(default=None, alias="startTime")
     completion_time: str | None = Field(default=None, alias="completionTime")
-    last_reconcile_time: str | None = Field(default=None, alias="lastReconcileTime")
 
 
 class MPIJob(_Model):

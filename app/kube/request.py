@@ -24,7 +24,6 @@ class Meta(msgspec.Struct, frozen=True):
     labels: dict[str, str] | None = None
     annotations: dict[str, str] | None = None
     creationTimestamp: str | None = None
-    deletionTimestamp: str | None = None
 
 
 class Condition(msgspec.Struct, frozen=True):
@@ -32,7 +31,6 @@ class Condition(msgspec.Struct, frozen=True):
     status: str = ""
     reason: str | None = None
     message: str | None = None
-    lastTransitionTime: str | None = None
 
 
 class PodStatus(msgspec.Struct, frozen=True):
@@ -66,7 +64,6 @@ class JobStatus(msgspec.Struct, frozen=True):
     succeeded: int | None = None
     failed: int | None = None
     conditions: list[Condition] | None = None
-    startTime: str | None = None
     completionTime: str | None = None
 
 
@@ -116,11 +113,6 @@ class Related(msgspec.Struct, frozen=True):
     pods: dict[str, ObservedPod] | None = msgspec.field(default=None, name="Pod.v1")
 
 
-class ChildResource(msgspec.Struct, frozen=True):
-    apiVersion: str = ""
-    resource: str = ""
-
-
 class Hook(msgspec.Struct, frozen=True):
     version: str | None = None
 
@@ -131,7 +123,6 @@ class Hooks(msgspec.Struct, frozen=True):
 
 
 class ControllerSpec(msgspec.Struct, frozen=True):
-    childResources: list[ChildResource] | None = None
     hooks: Hooks | None = None
 
 
@@ -153,6 +144,7 @@ class SyncRequest(msgspec.Struct, frozen=True):
     controller: Controller = Controller()
     children: Children = Children()
     related: Related = Related()
+    # Not acted on (no finalize hook is declared), but a request where it is not a bool is malformed.
     finalizing: bool = False
 
 
