@@ -16,7 +16,8 @@ from typing import Any
 import pytest
 
 from app.api.types import ConditionType, JobStatus
-from app.core.status import Condition, conditions_from, is_finished, set_condition, timestamp, truncate
+from app.core.plan import finished
+from app.core.status import Condition, conditions_from, set_condition, timestamp, truncate
 
 T0 = "2026-05-04T09:00:00Z"
 T1 = "2026-05-04T09:05:30Z"
@@ -293,8 +294,8 @@ def test_timestamp(now: datetime, want: str) -> None:
     ],
     ids=["none", "running", "succeeded", "failed", "failed false", "succeeded false", "succeeded unknown"],
 )
-def test_is_finished(conditions: list[Condition], want: bool) -> None:
-    assert is_finished(conditions) is want
+def test_finished(conditions: list[Condition], want: bool) -> None:
+    assert finished(JobStatus.model_validate({"conditions": conditions})) is want
 
 
 @pytest.mark.parametrize(

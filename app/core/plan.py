@@ -87,12 +87,13 @@ class Plan:
 
 def make_plan(job: Job, observed: Observed) -> Plan:
     launcher = _launcher_state(observed)
-    if _finished(job.status):
+    if finished(job.status):
         return _finished_plan(job, observed, launcher)
     return _active_plan(job, observed, launcher)
 
 
-def _finished(status: JobStatus) -> bool:
+def finished(status: JobStatus) -> bool:
+    """The stored status says Succeeded or Failed: the one place "is the job finished?" is answered."""
     terminal = (ConditionType.SUCCEEDED, ConditionType.FAILED)
     return any(c.type in terminal and c.status == "True" for c in status.conditions)
 

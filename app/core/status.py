@@ -65,15 +65,6 @@ def find(conditions: list[Condition], kind: str) -> Condition | None:
     return next((c for c in conditions if c["type"] == kind), None)
 
 
-def is_true(conditions: list[Condition], kind: str) -> bool:
-    condition = find(conditions, kind)
-    return condition is not None and condition["status"] == "True"
-
-
-def is_finished(conditions: list[Condition]) -> bool:
-    return is_true(conditions, ConditionType.SUCCEEDED) or is_true(conditions, ConditionType.FAILED)
-
-
 def set_condition(
     conditions: list[Condition], kind: str, status: str, reason: str, message: str, now: datetime
 ) -> bool:
