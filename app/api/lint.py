@@ -1,0 +1,369 @@
+"""Lint rules for MPIJobs: the silent mistakes, and everything validation or the CRD would reject.
+
+One pure module shared by ``mpijob lint`` (before apply) and the sync hook (a warning condition after
+apply). ``lint(job, raw)`` takes the parsed model and, optionally, the manifest as written, for rules about
+fields the CRD prunes (``slotsPerWorker`` inside a replica spec). Each finding names its rule, severity,
+field path (dotted, as ``kubectl`` prints it), what is wrong and how to fix it. A rule can be silenced per
+job with the annotation ``mpijob-lint/ignore: "<rule>,<rule>"``. Only ``app.api`` is imported here.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Iterator, Mapping
+from enum import StrEnum
+from typing import Any
+
+from pydantic import ValidationError
+
+from app.api import lint_commands as cmd
+from app.api import lint_crd as crd
+from app.api.lint_types import Finding, Severity
+from app.api.types import API_VERSION, KIND, MPIImplementation, MPIJob, ReplicaType
+
+__all__ = ["IGNORE_ANNOTATION", "RULES", "Finding", "Rule", "Severity", "lint", "lint_manifest"]
+
+IGNORE_ANNOTATION = "mpijob-lint/ignore"
+OLD_API_VERSIONS = ("kubeflow.org/v1alpha1", "kubeflow.org/v1alpha2", "kubeflow.org/v1")
+
+
+class Rule(StrEnum):
+    """Rule ids: stable names users put in ``mpijob-lint/ignore`` and CI greps for."""
+
+    INVALID = "invalid"
+    CRD_REJECTED = "crd-rejected"
+    UNKNOWN_FIELD = "unknown-field"
+    NAME_TOO_LONG = "name-too-long"
+    OLD_API_VERSION = "old-api-version"
+    SLOTS_IN_REPLICA_SPEC = "slots-in-replica-spec"
+    NP_MISMATCH = "np-mismatch"
+    GPU_SLOTS_MISMATCH = "gpu-slots-mismatch"
+    LAUNCHER_GPUS_HIDDEN = "launcher-gpus-hidden"
+    GPUS_HELD_AFTER_FINISH = "gpus-held-after-finish"
+    ORTE_ONLY_SETTINGS = "orte-only-settings"
+    LAUNCHER_COMMAND = "launcher-command"
+    WORKER_COMMAND = "worker-command"
+    HOSTNETWORK_PORT_CLASH = "hostnetwork-port-clash"
+
+
+RULES: dict[str, str] = {
+    Rule.INVALID: "the hook's validation (upstream's ValidateMPIJob) rejects the job: nothing is created",
+    Rule.CRD_REJECTED: "the CRD's schema or CEL rules reject the job at kubectl apply",
+    Rule.UNKNOWN_FIELD: "a field the MPIJob API does not have: rejected by kubectl apply, pruned otherwise",
+    Rule.NAME_TOO_LONG: "the last worker's hostname <name>-worker-<N-1> exceeds 63 characters",
+    Rule.OLD_API_VERSION: "kubeflow.org/v1alpha1, v1alpha2 or v1: not served by this CRD",
+    Rule.SLOTS_IN_REPLICA_SPEC: "slotsPerWorker written inside a replica spec, where it is pruned",
+    Rule.NP_MISMATCH: "mpirun -np differs from the hostfile's slots (slotsPerWorker x workers)",
+    Rule.GPU_SLOTS_MISMATCH: "GPUs per worker differ from slotsPerWorker",
+    Rule.LAUNCHER_GPUS_HIDDEN: "the launcher requests GPUs it cannot see (runLauncherAsWorker is off)",
+    Rule.GPUS_HELD_AFTER_FINISH: "cleanPodPolicy unset: finished jobs keep their GPU workers",
+    Rule.ORTE_ONLY_SETTINGS: "OMPI_MCA_orte_* settings without PRRTE equivalents: Open MPI 5 ignores them",
+    Rule.LAUNCHER_COMMAND: "the launcher runs neither mpirun, mpiexec nor horovodrun",
+    Rule.WORKER_COMMAND: "a worker command that does not start sshd",
+    Rule.HOSTNETWORK_PORT_CLASH: "hostNetwork pods that may share a node and clash on sshd's port",
+}
+
+LAUNCHER = f"spec.mpiReplicaSpecs.{ReplicaType.LAUNCHER.value}"
+WORKER = f"spec.mpiReplicaSpecs.{ReplicaType.WORKER.value}"
+_GPU_RESOURCE = re.compile(r"(^|/)gpu$|^gpu\.intel\.com/|^habana\.ai/gaudi$")
+
+
+def lint_manifest(raw: Mapping[str, Any]) -> list[Finding]:
+    """Lint a manifest as written: API version first, then the parsed job (or why it does not parse)."""
+    api_version, kind = raw.get("apiVersion"), raw.get("kind")
+    if kind == KIND and api_version in OLD_API_VERSIONS:
+        return [_old_api_version(str(api_version))]
+    try:
+        job = MPIJob.model_validate(dict(raw))
+    except ValidationError as err:
+        return [
+            Finding(
+                Rule.INVALID,
+                Severity.ERROR,
+                crd.field_path(e["loc"]),
+                f"Invalid value: {e['msg']}",
+                "give the field a value of the type the MPIJob API expects",
+            )
+            for e in err.errors()
+        ]
+    return lint(job, raw)
+
+
+def lint(job: MPIJob, raw: Mapping[str, Any] | None = None) -> list[Finding]:
+    """Every finding for ``job``, in rule order; ``raw`` adds the rules about fields the CRD prunes."""
+    if job.api_version in OLD_API_VERSIONS:
+        return [_old_api_version(job.api_version)]
+    findings = [*crd.rejections(job, raw), *_rules_on_raw(raw)]
+    findings += [f for check in _CHECKS for f in check(job)]
+    ignored = {r.strip() for r in job.metadata.annotations.get(IGNORE_ANNOTATION, "").split(",")}
+    return [f for f in findings if f.rule not in ignored or f.severity is Severity.ERROR]
+
+
+def _old_api_version(api_version: str) -> Finding:
+    return Finding(
+        Rule.OLD_API_VERSION,
+        Severity.ERROR,
+        "apiVersion",
+        f'{api_version} is not served: kubectl apply fails with no matches for kind "MPIJob" in version'
+        f' "{api_version}"',
+        f"convert it: mpijob convert FILE > new.yaml (apiVersion {API_VERSION})",
+    )
+
+
+def _rules_on_raw(raw: Mapping[str, Any] | None) -> Iterator[Finding]:
+    specs = _get(raw, "spec", "mpiReplicaSpecs")
+    if not isinstance(specs, Mapping):
+        return
+    for name, spec in specs.items():
+        if isinstance(spec, Mapping) and "slotsPerWorker" in spec:
+            yield Finding(
+                Rule.SLOTS_IN_REPLICA_SPEC,
+                Severity.ERROR,
+                f"spec.mpiReplicaSpecs.{name}.slotsPerWorker",
+                "slotsPerWorker belongs to spec, not to a replica spec: kubectl apply rejects it as an"
+                " unknown field, other clients drop it and the job runs with slotsPerWorker 1",
+                f"move it up: spec.slotsPerWorker: {spec['slotsPerWorker']}",
+            )
+
+
+def _get(node: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(key)
+    return node
+
+
+# --- the silent mistakes -----------------------------------------------------------------------------
+
+
+def _slots(job: MPIJob) -> int:
+    return 1 if job.spec.slots_per_worker is None else job.spec.slots_per_worker
+
+
+def _workers(job: MPIJob) -> int:
+    worker = job.spec.replica(ReplicaType.WORKER)
+    return (worker.replicas or 0) if worker is not None else 0
+
+
+def _containers(job: MPIJob, kind: ReplicaType) -> list[dict[str, Any]]:
+    spec = job.spec.replica(kind)
+    containers = _get(spec.template if spec else None, "spec", "containers")
+    return [c for c in containers if isinstance(c, dict)] if isinstance(containers, list) else []
+
+
+def _pod_spec(job: MPIJob, kind: ReplicaType) -> Mapping[str, Any]:
+    spec = job.spec.replica(kind)
+    pod = _get(spec.template if spec else None, "spec")
+    return pod if isinstance(pod, Mapping) else {}
+
+
+def _np_mismatch(job: MPIJob) -> Iterator[Finding]:
+    slots, workers = _slots(job), _workers(job)
+    total = slots * workers + (slots if job.spec.run_launcher_as_worker else 0)
+    for index, container in enumerate(_containers(job, ReplicaType.LAUNCHER)):
+        launch = cmd.find_launch(container)
+        if launch is None or launch.processes is None or launch.processes == total:
+            continue
+        how = f"slotsPerWorker {slots} x {workers} workers"
+        if job.spec.run_launcher_as_worker:
+            how += f" + {slots} on the launcher (runLauncherAsWorker)"
+        if launch.processes > total:
+            effect = (
+                "ranks are oversubscribed onto the slots"
+                if launch.oversubscribe
+                else "Open MPI refuses to start (not enough slots); other MPIs oversubscribe"
+            )
+        else:
+            effect = f"{total - launch.processes} slots stay idle"
+        yield Finding(
+            Rule.NP_MISMATCH,
+            Severity.WARNING,
+            f"{LAUNCHER}.template.spec.containers[{index}].{launch.field}",
+            f"{launch.program} {launch.flag} {launch.processes} starts {launch.processes} processes but the"
+            f" hostfile has {total} slots ({how}): {effect}",
+            f"use {launch.flag} {total}, or change slotsPerWorker or Worker replicas so that they multiply"
+            f" to {launch.processes}",
+        )
+
+
+def _gpus(containers: list[dict[str, Any]]) -> int:
+    total = 0
+    for container in containers:
+        resources = container.get("resources") or {}
+        amounts = resources.get("limits") or resources.get("requests") or {}
+        for name, value in amounts.items() if isinstance(amounts, Mapping) else ():
+            if _GPU_RESOURCE.search(str(name)):
+                total += _whole(value)
+    return total
+
+
+def _whole(value: Any) -> int:
+    try:
+        return int(str(value))
+    except ValueError:
+        return 0
+
+
+def _gpu_slots_mismatch(job: MPIJob) -> Iterator[Finding]:
+    slots = _slots(job)
+    kinds = [ReplicaType.WORKER] + ([ReplicaType.LAUNCHER] if job.spec.run_launcher_as_worker else [])
+    for kind in kinds:
+        gpus = _gpus(_containers(job, kind))
+        if gpus and gpus != slots:
+            yield Finding(
+                Rule.GPU_SLOTS_MISMATCH,
+                Severity.WARNING,
+                "spec.slotsPerWorker",
+                f"each {kind.value.lower()} gets {gpus} GPUs but {slots} slots: "
+                + ("GPUs stay idle" if gpus > slots else "ranks share GPUs"),
+                f"set spec.slotsPerWorker: {gpus} (one rank per GPU) and mpirun -np to {gpus} x the number of"
+                " workers",
+            )
+
+
+def _launcher_gpus_hidden(job: MPIJob) -> Iterator[Finding]:
+    gpus = _gpus(_containers(job, ReplicaType.LAUNCHER))
+    if gpus and not job.spec.run_launcher_as_worker:
+        yield Finding(
+            Rule.LAUNCHER_GPUS_HIDDEN,
+            Severity.WARNING,
+            f"{LAUNCHER}.template.spec.containers",
+            f"the launcher requests {gpus} GPUs, but without runLauncherAsWorker it runs no ranks and its"
+            " GPUs are hidden (NVIDIA_VISIBLE_DEVICES is emptied): they stay idle",
+            "remove the GPU limits from the launcher, or set spec.runLauncherAsWorker: true",
+        )
+
+
+def _gpus_held_after_finish(job: MPIJob) -> Iterator[Finding]:
+    if job.spec.run_policy.clean_pod_policy is None and _gpus(_containers(job, ReplicaType.WORKER)):
+        yield Finding(
+            Rule.GPUS_HELD_AFTER_FINISH,
+            Severity.WARNING,
+            "spec.runPolicy.cleanPodPolicy",
+            "cleanPodPolicy is unset, so it is None: when the job finishes its workers keep running sshd"
+            " and keep their GPUs until the MPIJob is deleted",
+            "set spec.runPolicy.cleanPodPolicy: Running (or All)",
+        )
+
+
+def _orte_only_settings(job: MPIJob) -> Iterator[Finding]:
+    if (job.spec.mpi_implementation or MPIImplementation.OPENMPI) != MPIImplementation.OPENMPI:
+        return
+    orte: list[tuple[str, str]] = []
+    prrte = False
+    for kind in ReplicaType:
+        for index, container in enumerate(_containers(job, kind)):
+            base = f"spec.mpiReplicaSpecs.{kind.value}.template.spec.containers[{index}]"
+            for name, where in cmd.mca_settings(container):
+                prrte = prrte or name.startswith(("PRTE_MCA_", "prte")) or where == "prtemca"
+                if name.startswith(("OMPI_MCA_orte_", "orte_")):
+                    orte.append((name, f"{base}.{where}" if where != "prtemca" else base))
+    if orte and not prrte:
+        names = ", ".join(sorted({n for n, _ in orte}))
+        yield Finding(
+            Rule.ORTE_ONLY_SETTINGS,
+            Severity.WARNING,
+            orte[0][1],
+            f"{names} only reach Open MPI 4 and older: Open MPI 5 replaced ORTE with PRRTE and silently"
+            " ignores them",
+            "if the image runs Open MPI 5, set the PRRTE equivalent too (PRTE_MCA_<name> in env, or"
+            " mpirun --prtemca <name> <value>)",
+        )
+
+
+def _launcher_command(job: MPIJob) -> Iterator[Finding]:
+    containers = _containers(job, ReplicaType.LAUNCHER)
+    if not containers or any(cmd.find_launch(c) is not None for c in containers):
+        return
+    first = containers[0]
+    if not first.get("command") and not first.get("args"):
+        message = (
+            "the launcher sets no command, so the image's entrypoint must run mpirun: lint cannot see it"
+        )
+        severity = Severity.INFO
+    else:
+        words = " ".join(str(w) for w in [*(first.get("command") or []), *(first.get("args") or [])])
+        message = (
+            f"the launcher runs {words[:80]!r}, which is neither mpirun, mpiexec, horovodrun nor a"
+            " shell running one: the workers' ranks are never started"
+        )
+        severity = Severity.WARNING
+    yield Finding(
+        Rule.LAUNCHER_COMMAND,
+        severity,
+        f"{LAUNCHER}.template.spec.containers[0].command",
+        message,
+        "start the program with mpirun (or mpiexec, horovodrun), e.g. command: [mpirun, -np, '2', ./app]",
+    )
+
+
+def _worker_command(job: MPIJob) -> Iterator[Finding]:
+    containers = _containers(job, ReplicaType.WORKER)
+    with_command = [(i, c) for i, c in enumerate(containers) if c.get("command") or c.get("args")]
+    if not with_command or len(with_command) < len(containers):
+        return  # a container on the image's entrypoint may well be the sshd one
+    if any(cmd.mentions_sshd(c) for _, c in with_command):
+        return
+    index, container = with_command[0]
+    field = "command" if container.get("command") else "args"
+    yield Finding(
+        Rule.WORKER_COMMAND,
+        Severity.WARNING,
+        f"{WORKER}.template.spec.containers[{index}].{field}",
+        "no worker container starts sshd, but the launcher reaches workers over SSH: mpirun fails with"
+        " 'ssh: connect to host ... Connection refused' unless the command starts sshd itself",
+        "remove the command (the image runs sshd) or run e.g. /usr/sbin/sshd -De; if your script starts"
+        f" sshd, say so with the annotation {IGNORE_ANNOTATION}: {Rule.WORKER_COMMAND.value}",
+    )
+
+
+def _hostnetwork_port_clash(job: MPIJob) -> Iterator[Finding]:
+    worker = _pod_spec(job, ReplicaType.WORKER)
+    if not worker.get("hostNetwork"):
+        return
+    launcher_too = bool(
+        job.spec.run_launcher_as_worker and _pod_spec(job, ReplicaType.LAUNCHER).get("hostNetwork")
+    )
+    pods = _workers(job) + (1 if launcher_too else 0)
+    if pods < 2 or _one_per_node(worker):
+        return
+    yield Finding(
+        Rule.HOSTNETWORK_PORT_CLASH,
+        Severity.WARNING,
+        f"{WORKER}.template.spec.hostNetwork",
+        f"{pods} pods use the host's network, and nothing keeps two of them off the same node: the second"
+        " sshd (and any other port) fails to bind there",
+        "add a required podAntiAffinity on topologyKey kubernetes.io/hostname for the job's pods, or a"
+        " topologySpreadConstraint (maxSkew 1, whenUnsatisfiable DoNotSchedule, topologyKey"
+        " kubernetes.io/hostname)",
+    )
+
+
+def _one_per_node(pod: Mapping[str, Any]) -> bool:
+    hostname = "kubernetes.io/hostname"
+    required = _get(pod, "affinity", "podAntiAffinity", "requiredDuringSchedulingIgnoredDuringExecution")
+    if isinstance(required, list) and any(
+        isinstance(t, Mapping) and t.get("topologyKey") == hostname for t in required
+    ):
+        return True
+    spread = pod.get("topologySpreadConstraints")
+    return isinstance(spread, list) and any(
+        isinstance(c, Mapping)
+        and c.get("topologyKey") == hostname
+        and c.get("maxSkew") == 1
+        and c.get("whenUnsatisfiable") == "DoNotSchedule"
+        for c in spread
+    )
+
+
+_CHECKS: tuple[Callable[[MPIJob], Iterator[Finding]], ...] = (
+    _np_mismatch,
+    _gpu_slots_mismatch,
+    _launcher_gpus_hidden,
+    _gpus_held_after_finish,
+    _orte_only_settings,
+    _launcher_command,
+    _worker_command,
+    _hostnetwork_port_clash,
+)

@@ -1,0 +1,102 @@
+"""Reading container command lines for the lint rules: which MPI launcher runs, with how many processes.
+
+Handles ``command``/``args`` as written and a shell wrapping them (``sh -c "... mpirun -np 4 ..."``). A
+process count that is not a literal number (``-np $N``) is "unknown", never a guess.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+from pathlib import PurePosixPath
+from typing import Any
+
+LAUNCHERS = {"mpirun", "mpiexec", "mpiexec.hydra", "mpirun.openmpi", "mpiexec.openmpi", "horovodrun"}
+SHELLS = {"sh", "bash", "dash", "zsh", "ash"}
+PROCESS_FLAGS = {"-np", "-n", "--np", "--n", "-c"}
+
+
+@dataclass(frozen=True, slots=True)
+class Launch:
+    program: str  # e.g. "mpirun"
+    flag: str  # the flag that set the process count, e.g. "-np"
+    processes: int | None  # None: not set, or not a literal number
+    oversubscribe: bool
+    field: str  # "command" or "args": where the launcher word sits
+
+
+def _words(container: Mapping[str, Any]) -> tuple[list[str], int]:
+    """command + args as strings, and how many of them came from ``command``."""
+    command = [str(w) for w in container.get("command") or [] if w is not None]
+    args = [str(w) for w in container.get("args") or [] if w is not None]
+    return [*command, *args], len(command)
+
+
+def _shell_script(words: list[str]) -> str | None:
+    if not words or PurePosixPath(words[0]).name not in SHELLS:
+        return None
+    for index, word in enumerate(words[1:-1], start=1):
+        if word.startswith("-") and not word.startswith("--") and "c" in word:
+            return words[index + 1]
+    return None
+
+
+def _split(script: str) -> list[str]:
+    try:
+        lexer = shlex.shlex(script, posix=True, punctuation_chars=True)
+        lexer.whitespace_split = True
+        return list(lexer)
+    except ValueError:
+        return script.split()
+
+
+def find_launch(container: Mapping[str, Any]) -> Launch | None:
+    """The MPI launcher this container runs, directly or through a shell; None if none."""
+    words, from_command = _words(container)
+    script = _shell_script(words)
+    if script is not None:
+        field = "command" if from_command > words.index(script) else "args"
+        words = _split(script)
+    for index, word in enumerate(words):
+        program = PurePosixPath(word).name
+        if program in LAUNCHERS:
+            if script is None:
+                field = "command" if index < from_command else "args"
+            return _launch(program, words[index + 1 :], field)
+    return None
+
+
+def _launch(program: str, rest: list[str], field: str) -> Launch:
+    flag, processes = "-np", None
+    oversubscribe = any(w in ("--oversubscribe", "-oversubscribe") for w in rest)
+    for index, word in enumerate(rest):
+        if word in {";", "&&", "||", "|", "&"}:
+            break
+        name, _, inline = word.partition("=")
+        if name in PROCESS_FLAGS and (program != "horovodrun" or name == "-np"):
+            value = inline or (rest[index + 1] if index + 1 < len(rest) else "")
+            flag, processes = name, int(value) if value.isdigit() else None
+            break
+    return Launch(program, flag, processes, oversubscribe, field)
+
+
+def mca_settings(container: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
+    """MCA parameter names the container sets: env names (``env[i]``) and ``--mca`` / ``--prtemca``."""
+    for index, env in enumerate(container.get("env") or []):
+        name = env.get("name") if isinstance(env, Mapping) else None
+        if isinstance(name, str) and name.startswith(("OMPI_MCA_", "PRTE_MCA_")):
+            yield name, f"env[{index}]"
+    words, _ = _words(container)
+    script = _shell_script(words)
+    words = _split(script) if script is not None else words
+    for index, word in enumerate(words[:-1]):
+        if word in ("-mca", "--mca", "-gmca", "--gmca"):
+            yield words[index + 1], "command"
+        elif word in ("--prtemca", "-prtemca"):
+            yield words[index + 1], "prtemca"
+
+
+def mentions_sshd(container: Mapping[str, Any]) -> bool:
+    words, _ = _words(container)
+    return any("sshd" in word for word in words)

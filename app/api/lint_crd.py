@@ -1,0 +1,206 @@
+"""The lint rules for what admission would reject: the CRD's schema and CEL rules, then the hook's validation.
+
+Messages are the ones users would otherwise meet: the CRD's own rule messages (a test compares them with
+``crds/``) and upstream's validation wording. Where both reject the same field, the CRD's message wins:
+``kubectl apply`` shows it first.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterator, Mapping
+from typing import Any
+
+from pydantic import BaseModel
+
+from app.api.defaults import with_defaults
+from app.api.lint_types import Finding, Severity
+from app.api.types import (
+    LauncherCreationPolicy,
+    MPIImplementation,
+    MPIJob,
+    MPIJobSpec,
+    ReplicaSpec,
+    ReplicaType,
+    RestartPolicy,
+    RunPolicy,
+    SchedulingPolicy,
+)
+from app.api.validation import FieldError, dns1035_errors, validate
+
+DNS1035_MAX = 63
+WORKER_INFIX = "-worker-"
+_BUDGET = DNS1035_MAX - len(WORKER_INFIX)
+NOT_DNS1035 = (
+    "must be a DNS-1035 label (lower case alphanumeric characters or '-', starting with a letter and ending"
+    f" with an alphanumeric character): worker pods and their hostnames are named <name>{WORKER_INFIX}<index>"
+)
+NAME_TOO_LONG = (
+    f"is too long: the hostname of the last worker, <name>{WORKER_INFIX}<replicas-1>, must be no more than"
+    f" {DNS1035_MAX} characters (names up to {_BUDGET - 1} characters allow up to 10 workers, up to"
+    f" {_BUDGET - 3} characters up to 1000)"
+)
+
+# The apiserver's Quantity syntax, as the CRD's minResources carries it.
+_QUANTITY = re.compile(
+    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
+    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
+)
+
+_FIXES = {
+    "replicas": "Launcher replicas must be 1; Worker replicas a number >= 1",
+    "restartPolicy": "use OnFailure or Never",
+    "containers": "give the pod template at least one container",
+    "cleanPodPolicy": "use None, Running or All",
+    "mpiImplementation": "use OpenMPI, Intel or MPICH",
+    "launcherCreationPolicy": "use AtStartup or WaitForWorkersReady",
+    "managedBy": "use kubeflow.org/mpi-operator or kueue.x-k8s.io/multikueue, or leave it out",
+    "sshAuthMountPath": "leave it out (default /root/.ssh) or give a path",
+    "name": "choose a shorter name of lower-case letters, digits and '-', starting with a letter",
+}
+
+
+def field_path(loc: tuple[int | str, ...]) -> str:
+    """A pydantic location as ``kubectl`` prints paths: ``spec.mpiReplicaSpecs.Worker.replicas``."""
+    path = ""
+    for part in loc:
+        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
+    return path
+
+
+def _fix(path: str) -> str:
+    last = path.rsplit(".", 1)[-1].split("[", 1)[0]
+    return _FIXES.get(last, "correct the field as the message says")
+
+
+def _finding(rule: str, path: str, message: str) -> Finding:
+    return Finding(rule, Severity.ERROR, path, message, _fix(path))
+
+
+def rejections(job: MPIJob, raw: Mapping[str, Any] | None) -> list[Finding]:
+    """Errors from the CRD (name rules, schema-only checks, unknown fields), then from validation."""
+    crd = [*_name_rules(job), *_schema_only(job), *_unknown_fields(raw)]
+    taken = {f.path for f in crd}
+    return crd + [f for f in _validation(job) if f.path not in taken]
+
+
+def _name_rules(job: MPIJob) -> Iterator[Finding]:
+    name = job.metadata.name
+    if not name:
+        return
+    if any("must be no more" not in problem for problem in dns1035_errors(name)):
+        yield _finding("crd-rejected", "metadata.name", NOT_DNS1035)
+    worker = job.spec.replica(ReplicaType.WORKER)
+    replicas = worker.replicas if worker is not None and worker.replicas is not None else 0
+    index = replicas - 1 if replicas > 1 else 0
+    if len(name) + len(WORKER_INFIX) + len(str(index)) > DNS1035_MAX:
+        yield _finding("name-too-long", "metadata.name", NAME_TOO_LONG)
+
+
+def _unsupported(path: str, value: str, allowed: list[str]) -> Finding:
+    text = str(FieldError(path, "NotSupported", "", value, tuple(allowed), named_type=True))
+    return _finding("crd-rejected", path, text[len(path) + 2 :])
+
+
+def _schema_only(job: MPIJob) -> Iterator[Finding]:
+    """What the schema rejects and validation lets through (it defaults empty strings first)."""
+    spec = job.spec
+    policies = [p.value for p in LauncherCreationPolicy]
+    if spec.launcher_creation_policy is not None and spec.launcher_creation_policy not in policies:
+        yield _unsupported("spec.launcherCreationPolicy", spec.launcher_creation_policy, policies)
+    if spec.mpi_implementation == "":
+        yield _unsupported("spec.mpiImplementation", "", [m.value for m in MPIImplementation])
+    for kind in ReplicaType:
+        replica = spec.replica(kind)
+        if replica is not None and replica.restart_policy == "":
+            allowed = [RestartPolicy.ON_FAILURE.value, RestartPolicy.NEVER.value]
+            yield _unsupported(f"spec.mpiReplicaSpecs.{kind.value}.restartPolicy", "", allowed)
+    if spec.ssh_auth_mount_path == "":
+        path = "spec.sshAuthMountPath"
+        yield _finding(
+            "crd-rejected",
+            path,
+            'Invalid value: "": spec.sshAuthMountPath in body should be at least 1 chars long',
+        )
+    worker = spec.replica(ReplicaType.WORKER)
+    if worker is not None and worker.replicas is None:
+        path = "spec.mpiReplicaSpecs.Worker.replicas"
+        yield _finding("crd-rejected", path, "Required value: must define number of replicas")
+    scheduling = spec.run_policy.scheduling_policy
+    for name, quantity in ((scheduling.min_resources if scheduling else None) or {}).items():
+        if not _QUANTITY.match(str(quantity)):
+            path = f"spec.runPolicy.schedulingPolicy.minResources.{name}"
+            yield _finding("crd-rejected", path, f"Invalid value: {str(quantity)[:64]!r}: not a quantity")
+    for name, value in (
+        ("minAvailable", scheduling.min_available if scheduling else None),
+        ("scheduleTimeoutSeconds", scheduling.schedule_timeout_seconds if scheduling else None),
+    ):
+        if value is not None and value < 0:
+            path = f"spec.runPolicy.schedulingPolicy.{name}"
+            yield _finding(
+                "crd-rejected",
+                path,
+                f"Invalid value: {value}: {path} in body should be greater than or equal to 0",
+            )
+
+
+def _validation(job: MPIJob) -> Iterator[Finding]:
+    for error in validate(with_defaults(job)):
+        path = error.field.replace("[", ".").replace("]", "")
+        yield _finding("invalid", path, str(error)[len(error.field) + 2 :])
+
+
+_KNOWN: dict[str, type[BaseModel]] = {
+    "spec": MPIJobSpec,
+    "spec.runPolicy": RunPolicy,
+    "spec.runPolicy.schedulingPolicy": SchedulingPolicy,
+}
+_MOVED = {
+    "spec.cleanPodPolicy": "it moved in v2beta1: spec.runPolicy.cleanPodPolicy",
+    "spec.backoffLimit": "it moved in v2beta1: spec.runPolicy.backoffLimit",
+    "spec.activeDeadlineSeconds": "it moved in v2beta1: spec.runPolicy.activeDeadlineSeconds",
+    "spec.mainContainer": "v2beta1 has no mainContainer: the launcher's first container runs mpirun",
+}
+
+
+def _fields(model: type[BaseModel]) -> set[str]:
+    return {field.alias or name for name, field in model.model_fields.items()}
+
+
+def _unknown_fields(raw: Mapping[str, Any] | None) -> Iterator[Finding]:
+    if raw is None:
+        return
+    nodes: list[tuple[str, Any, set[str]]] = [
+        ("", raw, {"apiVersion", "kind", "metadata", "spec", "status"}),
+        *((path, _at(raw, path), _fields(model)) for path, model in _KNOWN.items()),
+        ("spec.mpiReplicaSpecs", _at(raw, "spec.mpiReplicaSpecs"), {t.value for t in ReplicaType}),
+        *(
+            (
+                f"spec.mpiReplicaSpecs.{t.value}",
+                _at(raw, f"spec.mpiReplicaSpecs.{t.value}"),
+                _fields(ReplicaSpec) | {"slotsPerWorker"},
+            )  # slots-in-replica-spec says it better
+            for t in ReplicaType
+        ),
+    ]
+    for base, node, known in nodes:
+        for key in node if isinstance(node, Mapping) else ():
+            if key not in known:
+                path = f"{base}.{key}" if base else str(key)
+                yield Finding(
+                    "unknown-field",
+                    Severity.ERROR,
+                    path,
+                    f'unknown field "{path}": kubectl apply rejects it, other clients silently drop it',
+                    _MOVED.get(
+                        path,
+                        f"remove it, or check its spelling and level (known: {', '.join(sorted(known))})",
+                    ),
+                )
+
+
+def _at(raw: Mapping[str, Any], path: str) -> Any:
+    node: Any = raw
+    for key in path.split("."):
+        node = node.get(key) if isinstance(node, Mapping) else None
+    return node

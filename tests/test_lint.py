@@ -1,0 +1,275 @@
+"""Every lint rule with a case that trips it and a near-identical case that does not.
+
+Cases start from upstream's pi example shape (``tests/test_crd.py``'s ``pi()``) and change one thing. Then the
+admission rules: lint must reject what the CRD (rebuilt in ``test_crd``) rejects, with the CRD's messages,
+and pass what it admits.
+"""
+
+from __future__ import annotations
+
+import copy
+from collections.abc import Callable
+from typing import Any
+
+import pytest
+import yaml
+
+from app.api import lint_crd
+from app.api.lint import IGNORE_ANNOTATION, RULES, Rule, Severity, lint, lint_manifest
+from app.api.types import MPIJob
+from tests import test_crd
+from tests.test_crd import CRD_FILE, INVALID, VALID, pi
+from tools import gen_crd
+
+Job = dict[str, Any]
+LAUNCHER = "spec.mpiReplicaSpecs.Launcher"
+WORKER = "spec.mpiReplicaSpecs.Worker"
+
+
+def at(job: Job, path: str) -> Any:
+    node: Any = job
+    for key in path.split("."):
+        node = node[int(key)] if isinstance(node, list) else node.setdefault(key, {})
+    return node
+
+
+def edit(*changes: tuple[str, Any]) -> Callable[[], Job]:
+    """A pi() job with dotted paths set (``None`` deletes); list indexes as numbers."""
+
+    def build() -> Job:
+        job = pi()
+        for path, value in changes:
+            *parents, last = path.split(".")
+            node = at(job, ".".join(parents)) if parents else job
+            if value is None:
+                node.pop(last, None)
+            elif isinstance(node, list):
+                node[int(last)] = value
+            else:
+                node[last] = copy.deepcopy(value)
+        return job
+
+    return build
+
+
+LC = f"{LAUNCHER}.template.spec.containers.0"
+WC = f"{WORKER}.template.spec.containers.0"
+GPU2 = {"limits": {"nvidia.com/gpu": 2}}
+SPREAD = [
+    {
+        "maxSkew": 1,
+        "topologyKey": "kubernetes.io/hostname",
+        "whenUnsatisfiable": "DoNotSchedule",
+        "labelSelector": {"matchLabels": {"training.kubeflow.org/job-name": "pi"}},
+    }
+]
+
+# rule -> (trips it, does not)
+CASES: dict[str, tuple[Callable[[], Job], Callable[[], Job]]] = {
+    Rule.INVALID: (edit((f"{LAUNCHER}.replicas", 2)), edit((f"{LAUNCHER}.replicas", 1))),
+    Rule.CRD_REJECTED: (
+        edit(("spec.launcherCreationPolicy", "Later")),
+        edit(("spec.launcherCreationPolicy", "WaitForWorkersReady")),
+    ),
+    Rule.UNKNOWN_FIELD: (
+        edit(("spec.cleanPodPolicy", "Running")),
+        edit(("spec.runPolicy.cleanPodPolicy", "All")),
+    ),
+    Rule.NAME_TOO_LONG: (edit(("metadata.name", "a" * 55)), edit(("metadata.name", "a" * 54))),
+    Rule.OLD_API_VERSION: (
+        edit(("apiVersion", "kubeflow.org/v1")),
+        edit(("apiVersion", "kubeflow.org/v2beta1")),
+    ),
+    Rule.SLOTS_IN_REPLICA_SPEC: (
+        edit((f"{WORKER}.slotsPerWorker", 2)),
+        edit(("spec.slotsPerWorker", 2), (f"{LC}.command", ["mpirun", "-n", "4", "/pi"])),
+    ),
+    Rule.NP_MISMATCH: (
+        edit((f"{LC}.command", ["mpirun", "-n", "3", "/home/mpiuser/pi"])),
+        edit((f"{LC}.command", ["mpirun", "-n", "2", "/home/mpiuser/pi"])),
+    ),
+    Rule.GPU_SLOTS_MISMATCH: (
+        edit((f"{WC}.resources", GPU2), ("spec.runPolicy.cleanPodPolicy", "Running")),
+        edit(
+            (f"{WC}.resources", GPU2),
+            ("spec.slotsPerWorker", 2),
+            (f"{LC}.command", ["mpirun", "-np", "4", "/pi"]),
+        ),
+    ),
+    Rule.LAUNCHER_GPUS_HIDDEN: (
+        edit((f"{LC}.resources", GPU2)),
+        edit((f"{LC}.resources", {"limits": {"cpu": "1"}})),
+    ),
+    Rule.GPUS_HELD_AFTER_FINISH: (
+        edit((f"{WC}.resources", {"limits": {"nvidia.com/gpu": 1}}), ("spec.runPolicy.cleanPodPolicy", None)),
+        edit(
+            (f"{WC}.resources", {"limits": {"nvidia.com/gpu": 1}}),
+            ("spec.runPolicy.cleanPodPolicy", "Running"),
+        ),
+    ),
+    Rule.ORTE_ONLY_SETTINGS: (
+        edit((f"{LC}.env", [{"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "1"}])),
+        edit(
+            (
+                f"{LC}.env",
+                [
+                    {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "1"},
+                    {"name": "PRTE_MCA_keep_fqdn_hostnames", "value": "1"},
+                ],
+            )
+        ),
+    ),
+    Rule.LAUNCHER_COMMAND: (
+        edit((f"{LC}.command", ["python", "train.py"])),
+        edit((f"{LC}.command", ["bash", "-c", "cd /w && exec mpirun -n 2 python train.py"])),
+    ),
+    Rule.WORKER_COMMAND: (
+        edit((f"{WC}.command", ["python", "serve.py"])),
+        edit((f"{WC}.command", ["sh", "-c", "setup.sh && /usr/sbin/sshd -De"])),
+    ),
+    Rule.HOSTNETWORK_PORT_CLASH: (
+        edit((f"{WORKER}.template.spec.hostNetwork", True)),
+        edit(
+            (f"{WORKER}.template.spec.hostNetwork", True),
+            (f"{WORKER}.template.spec.topologySpreadConstraints", SPREAD),
+        ),
+    ),
+}
+
+
+def rules(job: Job) -> set[str]:
+    return {f.rule for f in lint_manifest(job)}
+
+
+def test_the_pi_example_is_clean() -> None:
+    assert lint_manifest(pi()) == []
+
+
+def test_every_rule_has_cases() -> None:
+    assert set(CASES) == set(RULES) == {r.value for r in Rule}
+
+
+@pytest.mark.parametrize("rule", list(CASES), ids=[str(r) for r in CASES])
+def test_rule_trips(rule: str) -> None:
+    tripped = CASES[rule][0]()
+    findings = [f for f in lint_manifest(tripped) if f.rule == rule]
+    assert findings, lint_manifest(tripped)
+    for finding in findings:
+        assert finding.path and finding.message and finding.fix
+        assert "\n" not in finding.message
+
+
+@pytest.mark.parametrize("rule", list(CASES), ids=[str(r) for r in CASES])
+def test_rule_stays_quiet(rule: str) -> None:
+    assert lint_manifest(CASES[rule][1]()) == []
+
+
+# --- details of single rules ---------------------------------------------------------------------------
+
+NP = {
+    "mpirun -np": (["mpirun", "-np", "4", "./a"], 4),
+    "mpiexec -n in args": (["mpiexec"], 3),
+    "--np=": (["mpirun", "--np=5", "./a"], 5),
+    "horovodrun": (["horovodrun", "-np", "6", "python", "t.py"], 6),
+    "shell wrapper": (["/bin/bash", "-lc", "echo hi; mpirun --allow-run-as-root -np 7 ./a"], 7),
+}
+
+
+@pytest.mark.parametrize(("command", "processes"), NP.values(), ids=NP.keys())
+def test_np_is_read_from_every_launcher_shape(command: list[str], processes: int) -> None:
+    args = ["-n", "3", "./a"] if command == ["mpiexec"] else []
+    job = edit((f"{LC}.command", command), (f"{LC}.args", args))()
+    [finding] = [f for f in lint_manifest(job) if f.rule == Rule.NP_MISMATCH]
+    assert f"{processes} processes but the hostfile has 2 slots" in finding.message
+    assert finding.fix.startswith(("use -np 2", "use -n 2", "use --np 2"))
+
+
+def test_np_counts_the_launcher_slots_with_run_launcher_as_worker() -> None:
+    job = edit(("spec.runLauncherAsWorker", True), (f"{LC}.command", ["mpirun", "-n", "3", "./a"]))()
+    assert Rule.NP_MISMATCH not in rules(job)
+    job = edit(("spec.runLauncherAsWorker", True))()
+    [finding] = [f for f in lint_manifest(job) if f.rule == Rule.NP_MISMATCH]
+    assert "runLauncherAsWorker" in finding.message
+
+
+def test_np_from_a_variable_is_not_guessed() -> None:
+    assert Rule.NP_MISMATCH not in rules(edit((f"{LC}.command", ["sh", "-c", "mpirun -np $N ./a"]))())
+
+
+def test_oversubscribe_is_said() -> None:
+    job = edit((f"{LC}.command", ["mpirun", "--oversubscribe", "-n", "4", "./a"]))()
+    [finding] = [f for f in lint_manifest(job) if f.rule == Rule.NP_MISMATCH]
+    assert "oversubscribed" in finding.message
+
+
+def test_amd_gpus_count_too() -> None:
+    job = edit((f"{WC}.resources", {"limits": {"amd.com/gpu": "4"}}))()
+    assert Rule.GPU_SLOTS_MISMATCH in rules(job)
+
+
+def test_launcher_without_command_is_only_info() -> None:
+    job = edit((f"{LC}.command", None), (f"{LC}.args", None))()
+    [finding] = lint_manifest(job)
+    assert (finding.rule, finding.severity) == (Rule.LAUNCHER_COMMAND, Severity.INFO)
+
+
+def test_the_ignore_annotation_silences_warnings_but_not_errors() -> None:
+    job = CASES[Rule.WORKER_COMMAND][0]()
+    job["metadata"]["annotations"] = {IGNORE_ANNOTATION: "np-mismatch, worker-command"}
+    assert lint_manifest(job) == []
+    job = CASES[Rule.INVALID][0]()
+    job["metadata"]["annotations"] = {IGNORE_ANNOTATION: "invalid"}
+    assert Rule.INVALID in rules(job)
+
+
+def test_lint_without_the_raw_manifest_cannot_see_pruned_fields() -> None:
+    job = CASES[Rule.SLOTS_IN_REPLICA_SPEC][0]()
+    assert Rule.SLOTS_IN_REPLICA_SPEC not in {f.rule for f in lint(MPIJob.model_validate(job))}
+
+
+def test_a_value_of_the_wrong_type_is_an_invalid_finding() -> None:
+    [finding] = lint_manifest(edit((f"{WORKER}.replicas", "two"))())
+    assert (finding.rule, finding.path) == (Rule.INVALID, f"{WORKER}.replicas")
+
+
+# --- admission: what the CRD and validation reject -------------------------------------------------------
+
+
+def test_the_crd_messages_are_the_ones_lint_prints() -> None:
+    crd = yaml.safe_load(CRD_FILE.read_text())
+    root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    messages = {r["message"] for r in root["x-kubernetes-validations"]}
+    assert messages == {lint_crd.NOT_DNS1035, lint_crd.NAME_TOO_LONG}
+
+
+@pytest.mark.parametrize("job", VALID.values(), ids=VALID.keys())
+def test_what_the_crd_admits_has_no_errors(job: Job) -> None:
+    errors = [f for f in lint_manifest(job) if f.severity is Severity.ERROR]
+    assert errors == []
+
+
+# The pod template's own schema (Kubernetes' Pod) is left to `kubectl apply --dry-run=server`.
+MPIJOB_LEVEL = {
+    name: case
+    for name, case in INVALID.items()
+    if not any(where.startswith(f"{WORKER}.template.spec.") for _, where, _ in case[1])
+}
+
+
+def test_the_quantity_syntax_is_the_crds() -> None:
+    assert lint_crd._QUANTITY.pattern == gen_crd.QUANTITY_PATTERN
+
+
+@pytest.mark.parametrize(("job", "expected"), MPIJOB_LEVEL.values(), ids=MPIJOB_LEVEL.keys())
+def test_what_the_crd_rejects_is_an_error_with_the_same_message(job: Job, expected: set[Any]) -> None:
+    errors = [f for f in lint_manifest(job) if f.severity is Severity.ERROR]
+    assert errors
+    for source, where, message in expected:
+        if source == "cel":
+            assert any(f.path == where and f.message.endswith(message) for f in errors), (errors, where)
+        else:
+            assert any(f.path.startswith(where) or where.startswith(f.path) for f in errors), (errors, where)
+
+
+def test_the_table_is_the_crd_tests_table() -> None:
+    assert test_crd.pi is pi
