@@ -1,7 +1,13 @@
-"""``mpijob render``: what a first sync would create, as YAML documents, with the SSH key redacted."""
+"""The ``mpijob`` console script, run as a user runs it: a subprocess of the installed ``.venv/bin/mpijob``.
+
+``render`` prints exactly the children the hook's golden responses hold (Secret data redacted), each valid
+for Kubernetes' schema; ``lint`` reports with file and line and CI-usable exit codes; every subcommand
+answers ``--help``, reads ``-`` as stdin, reports YAML errors with line and column and never a traceback.
+"""
 
 from __future__ import annotations
 
+import json
 import os
 import subprocess
 import sys
@@ -11,35 +17,13 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.golden_cases import response_path
+from tests.kube_schema import schema_errors
 
-TINY = """\
-apiVersion: kubeflow.org/v2beta1
-kind: MPIJob
-metadata:
-  name: tiny
-spec:
-  slotsPerWorker: 1
-  mpiReplicaSpecs:
-    Launcher:
-      replicas: 1
-      template:
-        spec:
-          containers:
-          - name: launcher
-            image: mpioperator/mpi-pi:openmpi
-            command: [mpirun, -n, "2", /home/mpiuser/pi]
-    Worker:
-      replicas: 2
-      template:
-        metadata:
-          labels:
-            controller-uid: copied-by-the-user
-        spec:
-          containers:
-          - name: worker
-            image: mpioperator/mpi-pi:openmpi
-"""
+ROOT = Path(__file__).resolve().parents[1]
+MPIJOB = Path(sys.executable).parent / "mpijob"
+PI = ROOT / "examples" / "pi" / "pi.yaml"
+GPU = ROOT / "examples" / "gpu" / "tensorflow-benchmarks.yaml"
 
 POD = """\
 apiVersion: v1
@@ -53,146 +37,215 @@ spec:
 """
 
 
-def render(
-    tmp_path: Path, text: str | None = None, *, path: str | None = None
+def mpijob(
+    *args: str, stdin: str | None = None, env: dict[str, str] | None = None
 ) -> subprocess.CompletedProcess[str]:
-    """Run ``mpijob render`` on ``text`` (written to a file) or on ``path`` as given."""
-    if path is None:
-        file = tmp_path / "job.yaml"
-        file.write_text(text or "")
-        path = str(file)
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_")}
-    return subprocess.run(
-        [sys.executable, "-m", "app.cli", "render", path],
-        cwd=ROOT,
-        env=env,
-        capture_output=True,
-        text=True,
-        timeout=30,
-        check=False,
-    )
-
-
-def documents(done: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
-    assert done.returncode == 0, done.stderr
-    assert "Traceback" not in done.stderr
-    docs = list(yaml.safe_load_all(done.stdout))
-    assert all(isinstance(d, dict) for d in docs)
-    return docs
-
-
-def condition(status: dict[str, Any], kind: str) -> dict[str, Any] | None:
-    return next((c for c in status.get("conditions") or [] if c.get("type") == kind), None)
-
-
-def test_render_prints_every_child_then_the_status(tmp_path: Path) -> None:
-    done = render(tmp_path, TINY)
-    *children, last = documents(done)
-    assert [(c["kind"], c["metadata"]["name"]) for c in children] == [
-        ("Service", "tiny"),
-        ("ConfigMap", "tiny-config"),
-        ("Secret", "tiny-ssh"),
-        ("Pod", "tiny-worker-0"),
-        ("Pod", "tiny-worker-1"),
-        ("Job", "tiny-launcher"),
-    ]
-    for child in children:
-        assert child["metadata"]["namespace"] == "default"
-        assert "ownerReferences" not in child["metadata"]
-    # The preview never prints key material.
-    secret = children[2]
-    assert secret["data"] == {"ssh-privatekey": "<redacted>", "ssh-publickey": "<redacted>"}
-    assert "PRIVATE KEY" not in done.stdout
-    assert "ecdsa-sha2" not in done.stdout
-    # controller-uid belongs to Metacontroller: a user's copy is not passed on to the workers.
-    for pod in children[3:5]:
-        assert "controller-uid" not in pod["metadata"].get("labels", {})
-    # Then the status a first sync would write.
-    assert set(last) == {"status"}
-    created = condition(last["status"], "Created")
-    assert created is not None and created["status"] == "True"
-    assert condition(last["status"], "Invalid") is None
-
-
-def test_render_keeps_the_namespace_of_the_file(tmp_path: Path) -> None:
-    text = TINY.replace("  name: tiny\n", "  name: tiny\n  namespace: team-a\n")
-    *children, _ = documents(render(tmp_path, text))
-    assert {c["metadata"]["namespace"] for c in children} == {"team-a"}
-
-
-def test_render_reads_standard_input(tmp_path: Path) -> None:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_")}
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_") and k != "NO_COLOR"}
     done = subprocess.run(
-        [sys.executable, "-m", "app.cli", "render", "-"],
+        [str(MPIJOB), *args],
         cwd=ROOT,
-        env=env,
-        input=TINY,
+        env={**clean, **(env or {})},
+        input=stdin,
         capture_output=True,
         text=True,
-        timeout=30,
+        timeout=60,
         check=False,
     )
-    assert [d.get("kind") for d in documents(done)] == [
-        "Service",
-        "ConfigMap",
-        "Secret",
-        "Pod",
-        "Pod",
-        "Job",
-        None,
-    ]
+    assert "Traceback" not in done.stderr, done.stderr
+    return done
 
 
-@pytest.mark.parametrize(
-    ("old", "new", "path"),
-    [
-        # Fails validation (upstream's wording and path).
-        ("replicas: 2", "replicas: 0", "spec.mpiReplicaSpecs[Worker].replicas"),
-        # Does not even parse as an MPIJob.
-        ("replicas: 2", "replicas: two", 'spec.mpiReplicaSpecs[Worker].replicas: Invalid value: "two"'),
-    ],
-    ids=["worker-replicas-0", "worker-replicas-not-a-number"],
-)
-def test_render_of_an_invalid_job_prints_an_invalid_status(
-    tmp_path: Path, old: str, new: str, path: str
-) -> None:
-    done = render(tmp_path, TINY.replace(old, new))
+def objects(done: subprocess.CompletedProcess[str]) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all(done.stdout) if d is not None]
+
+
+def redacted(child: dict[str, Any]) -> dict[str, Any]:
+    if child["kind"] == "Secret":
+        return {**child, "data": dict.fromkeys(child["data"], "<redacted>")}
+    return child
+
+
+# --- conventions -------------------------------------------------------------------------------------------
+
+
+def test_the_console_script_is_installed() -> None:
+    assert MPIJOB.is_file(), "pip install -e . creates .venv/bin/mpijob"
+
+
+@pytest.mark.parametrize("command", [[], ["serve"], ["render"], ["lint"], ["convert"]])
+def test_help_everywhere(command: list[str]) -> None:
+    done = mpijob(*command, "--help")
     assert done.returncode == 0
-    docs = documents(done)
-    # Nothing exists yet and an invalid job creates nothing: the status alone.
-    assert len(docs) == 1 and set(docs[0]) == {"status"}
-    invalid = condition(docs[0]["status"], "Invalid")
-    assert invalid is not None and invalid["status"] == "True"
-    assert path in invalid["message"]
+    assert done.stdout.startswith("usage: mpijob")
 
 
-@pytest.mark.parametrize(
-    ("text", "message"),
-    [
-        (POD, "MPIJob"),
-        (TINY.replace("kubeflow.org/v2beta1", "kubeflow.org/v1"), "kubeflow.org/v2beta1"),
-        ("- just\n- a list\n", "no MPIJob"),
-        ("kind: [unclosed\n", ""),
-    ],
-    ids=["a-pod", "old-api-version", "a-yaml-list", "not-yaml"],
-)
-def test_render_of_something_else_exits_2_with_a_message(tmp_path: Path, text: str, message: str) -> None:
-    done = render(tmp_path, text)
+@pytest.mark.parametrize("command", [["render"], ["lint"], ["convert"]])
+def test_yaml_errors_name_the_line_and_column(command: list[str]) -> None:
+    done = mpijob(*command, "-", stdin="apiVersion: kubeflow.org/v2beta1\nkind: MPIJob\nspec: [unclosed\n")
     assert done.returncode == 2
+    assert done.stderr.startswith("mpijob: <stdin>:4:1: "), done.stderr
     assert done.stdout == ""
-    assert done.stderr.startswith("mpijob: ")
-    assert message in done.stderr
-    assert "Traceback" not in done.stderr
 
 
-def test_render_of_a_missing_file_exits_2_with_a_message(tmp_path: Path) -> None:
-    done = render(tmp_path, path=str(tmp_path / "no-such-job.yaml"))
+@pytest.mark.parametrize("command", [["render"], ["lint"], ["convert"]])
+def test_a_missing_file_is_unusable_input(command: list[str], tmp_path: Path) -> None:
+    done = mpijob(*command, str(tmp_path / "nope.yaml"))
     assert done.returncode == 2
-    assert done.stderr.startswith("mpijob: ")
-    assert "Traceback" not in done.stderr
+    assert "cannot read" in done.stderr and "No such file" in done.stderr
 
 
-def test_render_of_a_job_with_null_metadata_does_not_crash(tmp_path: Path) -> None:
-    done = render(tmp_path, "apiVersion: kubeflow.org/v2beta1\nkind: MPIJob\nmetadata:\nspec: {}\n")
-    assert done.returncode in (0, 2)
-    assert "Traceback" not in done.stderr
+@pytest.mark.parametrize("command", [["render"], ["lint"], ["convert"]])
+def test_a_file_without_mpijob_is_unusable_input(command: list[str]) -> None:
+    done = mpijob(*command, "-", stdin=POD)
+    assert done.returncode == 2
+    assert "(Pod) is not an MPIJob" in done.stderr and "no MPIJob in it" in done.stderr
+
+
+def test_no_colour_when_not_a_terminal() -> None:
+    done = mpijob("lint", "-", stdin=PI.read_text().replace('"2"', '"3"'))
+    assert "\033[" not in done.stdout and "warning" in done.stdout
+
+
+# --- render ------------------------------------------------------------------------------------------------
+
+GOLDEN_RENDERS = {
+    "openmpi-first-sync": [],
+    "intel-first-sync": [],
+    "mpich-first-sync": [],
+    "launcher-as-worker": [],
+    "cluster-domain": ["--cluster-domain", "cluster.local"],
+    "root-ssh-path-defaults": [],
+}
+
+
+@pytest.mark.parametrize("name", GOLDEN_RENDERS, ids=list(GOLDEN_RENDERS))
+def test_render_prints_the_hooks_golden_children(name: str, tmp_path: Path) -> None:
+    request = json.loads((response_path(name).parent / "request.json").read_text())
+    expected = json.loads(response_path(name).read_text())["children"]
+    job = tmp_path / "job.yaml"
+    job.write_text(yaml.safe_dump(request["parent"]))
+    done = mpijob("render", str(job), *GOLDEN_RENDERS[name])
+    assert done.returncode == 0, done.stderr
+    assert objects(done) == [redacted(c) for c in expected]
+
+
+def test_render_output_is_only_valid_kubernetes_objects() -> None:
+    done = mpijob("render", "--status", str(GPU))
+    children = objects(done)
+    assert [c["kind"] for c in children] == ["Service", "ConfigMap", "Secret", "Pod", "Pod", "Job"]
+    for child in children:
+        assert schema_errors(child) == [], child["kind"]
+    assert "PRIVATE KEY" not in done.stdout and "ecdsa-sha2" not in done.stdout
+    # --status: the status is there for people, as comments kubectl ignores.
+    status = yaml.safe_load("\n".join(line[2:] for line in done.stdout.splitlines() if line.startswith("# ")))
+    assert status["status"]["conditions"][0]["type"] == "Created"
+
+
+def test_render_without_status_prints_a_one_line_summary() -> None:
+    done = mpijob("render", str(PI))
+    comments = [line for line in done.stdout.splitlines() if line.startswith("#")]
+    assert comments == ["# MPIJob default/pi: Created=True"]
+
+
+def test_render_reads_every_mpijob_of_a_file_from_stdin() -> None:
+    text = (
+        PI.read_text() + "---\n" + PI.read_text().replace("name: pi\n", "name: pi2\n  namespace: team-a\n", 1)
+    )
+    done = mpijob("render", "-", stdin=text)
+    names = [(c["kind"], c["metadata"]["namespace"], c["metadata"]["name"]) for c in objects(done)]
+    assert ("Job", "default", "pi-launcher") in names and ("Job", "team-a", "pi2-launcher") in names
+    assert len(names) == 12
+
+
+def test_render_namespace_flag_applies_to_jobs_without_one() -> None:
+    done = mpijob("render", "-n", "team-b", str(PI))
+    assert {c["metadata"]["namespace"] for c in objects(done)} == {"team-b"}
+
+
+def test_render_settings_come_from_flags_before_the_environment() -> None:
+    env = {"MPI_OPERATOR_CLUSTER_DOMAIN": "from.env"}
+    from_env = mpijob("render", str(PI), env=env)
+    from_flag = mpijob("render", "--cluster-domain", "from.flag", str(PI), env=env)
+    assert "pi-worker-0.pi.default.svc.from.env slots=1" in from_env.stdout
+    assert "pi-worker-0.pi.default.svc.from.flag slots=1" in from_flag.stdout
+
+
+def test_render_rejects_a_bad_setting_naming_the_flag() -> None:
+    done = mpijob("render", "--cluster-domain", "Not_A_Domain", str(PI))
+    assert done.returncode == 2
+    assert "--cluster-domain" in done.stderr
+
+
+def test_render_of_an_invalid_job_creates_nothing_and_exits_1() -> None:
+    done = mpijob("render", "-", stdin=PI.read_text().replace("replicas: 2", "replicas: 0"))
+    assert done.returncode == 1
+    assert objects(done) == []
+    assert "spec.mpiReplicaSpecs[Worker].replicas" in done.stderr
+
+
+def test_render_of_an_old_api_version_points_at_convert() -> None:
+    done = mpijob("render", "-", stdin=PI.read_text().replace("kubeflow.org/v2beta1", "kubeflow.org/v1"))
+    assert done.returncode == 2
+    assert "mpijob convert" in done.stderr
+
+
+# --- lint --------------------------------------------------------------------------------------------------
+
+
+def test_lint_of_the_examples_is_clean() -> None:
+    examples = sorted(str(p) for p in (ROOT / "examples").rglob("*.yaml"))
+    done = mpijob("lint", *examples)
+    assert (done.returncode, done.stdout) == (0, "")
+    assert done.stderr == f"{len(examples)} MPIJobs: no findings\n"
+
+
+def test_lint_prints_file_line_rule_path_message_and_fix() -> None:
+    done = mpijob("lint", "-", stdin=PI.read_text().replace('"2"', '"4"'))
+    assert done.returncode == 1
+    lines = done.stdout.splitlines()
+    line = next(i for i, text in enumerate(PI.read_text().splitlines(), 1) if text.strip() == "args:")
+    assert lines[0] == (
+        f"<stdin>:{line}: warning [np-mismatch]"
+        " spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].args (MPIJob pi)"
+    )
+    assert "-n 4 starts 4 processes but the hostfile has 2 slots" in lines[1]
+    assert lines[2].startswith("    fix: use -n 2")
+
+
+@pytest.mark.parametrize(("fail_on", "code"), [("error", 0), ("warning", 1), ("info", 1), ("never", 0)])
+def test_lint_exit_code_follows_fail_on(fail_on: str, code: int) -> None:
+    done = mpijob("lint", "--fail-on", fail_on, "-", stdin=PI.read_text().replace('"2"', '"4"'))
+    assert done.returncode == code
+
+
+def test_lint_info_findings_pass_by_default() -> None:
+    text = PI.read_text().replace("            command:\n            - mpirun\n            args:\n", "")
+    text = text.replace('            - -n\n            - "2"\n            - /home/mpiuser/pi\n', "")
+    done = mpijob("lint", "-", stdin=text)
+    assert "info [launcher-command]" in done.stdout
+    assert done.returncode == 0
+
+
+def test_lint_json_output() -> None:
+    done = mpijob("lint", "-o", "json", "-", stdin=PI.read_text().replace("name: pi", "name: " + "p" * 60))
+    report = json.loads(done.stdout)
+    assert report["jobs"] == 1
+    [finding] = report["findings"]
+    assert finding["rule"] == "name-too-long" and finding["severity"] == "error"
+    assert (finding["file"], finding["line"], finding["path"]) == ("<stdin>", 10, "metadata.name")
+    assert finding["fix"]
+    assert done.returncode == 1
+
+
+def test_lint_reports_unusable_files_but_lints_the_others(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("kind: [\n")
+    done = mpijob("lint", str(PI), str(bad))
+    assert done.returncode == 2
+    assert f"{bad}:2:1:" in done.stderr
+
+
+def test_lint_lists_its_rules() -> None:
+    done = mpijob("lint", "--list-rules", "-")
+    assert done.returncode == 0
+    assert "np-mismatch" in done.stdout and "gpu-slots-mismatch" in done.stdout

@@ -56,29 +56,35 @@ def find_launch(container: Mapping[str, Any]) -> Launch | None:
     words, from_command = _words(container)
     script = _shell_script(words)
     if script is not None:
-        field = "command" if from_command > words.index(script) else "args"
+        # Everything sits in the script: point at the field that holds it.
+        from_command = len(words) + 1 if from_command > words.index(script) else -1
         words = _split(script)
     for index, word in enumerate(words):
         program = PurePosixPath(word).name
         if program in LAUNCHERS:
-            if script is None:
-                field = "command" if index < from_command else "args"
-            return _launch(program, words[index + 1 :], field)
+            return _launch(program, words, index, from_command)
     return None
 
 
-def _launch(program: str, rest: list[str], field: str) -> Launch:
-    flag, processes = "-np", None
+def _field(index: int, from_command: int) -> str:
+    return "command" if index < from_command else "args"
+
+
+def _launch(program: str, words: list[str], start: int, from_command: int) -> Launch:
+    """Read the process count after ``words[start]``; ``field`` is where it (or the launcher) is written."""
+    flag, processes, where = "-np", None, start
+    rest = words[start + 1 :]
     oversubscribe = any(w in ("--oversubscribe", "-oversubscribe") for w in rest)
-    for index, word in enumerate(rest):
+    for offset, word in enumerate(rest):
         if word in {";", "&&", "||", "|", "&"}:
             break
         name, _, inline = word.partition("=")
         if name in PROCESS_FLAGS and (program != "horovodrun" or name == "-np"):
-            value = inline or (rest[index + 1] if index + 1 < len(rest) else "")
+            value = inline or (rest[offset + 1] if offset + 1 < len(rest) else "")
             flag, processes = name, int(value) if value.isdigit() else None
+            where = start + 1 + offset
             break
-    return Launch(program, flag, processes, oversubscribe, field)
+    return Launch(program, flag, processes, oversubscribe, _field(where, from_command))
 
 
 def mca_settings(container: Mapping[str, Any]) -> Iterator[tuple[str, str]]:

@@ -1,0 +1,261 @@
+"""What each ``mpijob`` subcommand does, and how it prints: YAML to stdout, diagnostics to stderr.
+
+``render`` runs the hook's own ``sync`` on a first-sync request built from the file, so what it prints is what
+the hook would ask Metacontroller to create. ``lint`` prints ``app.api.lint`` findings with file and line;
+``convert`` prints ``app.convert`` results and their notes.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import sys
+import uuid
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import yaml
+
+from app.api.lint import RULES, Finding, Severity, lint_manifest
+from app.api.types import API_VERSION, KIND
+from app.cli import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
+from app.yamlio import Document, InputError, dump_all, load_documents, read_text, source_name
+
+REDACTED = "<redacted>"
+
+
+def _error(message: str) -> None:
+    print(f"mpijob: {message}", file=sys.stderr)
+
+
+def _documents(path: str) -> list[Document]:
+    return load_documents(read_text(path), source_name(path))
+
+
+def _mpijobs(documents: list[Document], source: str, verb: str) -> list[Document]:
+    """The MPIJob documents; the others are named on stderr (never silently ignored)."""
+    jobs = []
+    for doc in documents:
+        data = doc.data
+        if isinstance(data, dict) and data.get("kind") == KIND:
+            jobs.append(doc)
+        else:
+            kind = data.get("kind", "object without kind") if isinstance(data, dict) else type(data).__name__
+            _error(f"{source}: document {doc.index + 1} ({kind}) is not an MPIJob: not {verb}")
+    if not jobs:
+        raise InputError(f"{source}: no MPIJob in it")
+    return jobs
+
+
+# --- serve -----------------------------------------------------------------------------------------------
+
+
+def serve(args: argparse.Namespace) -> int:
+    import logging
+
+    import uvicorn
+
+    from app.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings()
+    except SettingsError as err:
+        _error(str(err))
+        return EXIT_UNUSABLE
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    uvicorn.run("app.main:app", host=args.host, port=args.port, workers=args.workers,
+                log_level=settings.log_level.lower())  # fmt: skip
+    return EXIT_OK
+
+
+# --- render ----------------------------------------------------------------------------------------------
+
+
+def render(args: argparse.Namespace) -> int:
+    from app.settings import SettingsError
+
+    try:
+        settings = _render_settings(args)
+        jobs = _mpijobs(_documents(args.file), source_name(args.file), "rendered")
+    except (InputError, SettingsError) as err:
+        _error(str(err))
+        return EXIT_UNUSABLE
+    for doc in jobs:
+        if doc.data.get("apiVersion") != API_VERSION:
+            _error(f"{doc.source}: MPIJob {_name(doc.data)} is {doc.data.get('apiVersion')!s:.40}, not"
+                   f" {API_VERSION}: run `mpijob convert {doc.source}` first")  # fmt: skip
+            return EXIT_UNUSABLE
+    chunks, invalid = [], False
+    for doc in jobs:
+        text, ok = _render_job(doc, settings, args)
+        chunks.append(text)
+        invalid = invalid or not ok
+    sys.stdout.write("".join(chunks))
+    return EXIT_FINDINGS if invalid else EXIT_OK
+
+
+def _render_settings(args: argparse.Namespace) -> Any:
+    from pydantic import ValidationError
+
+    from app.settings import Settings, SettingsError, load_settings
+
+    overrides = {
+        k: getattr(args, k) for k in ("cluster_domain", "gang_scheduling") if getattr(args, k) is not None
+    }
+    if not overrides:
+        return load_settings()
+    try:
+        return Settings(**overrides)
+    except ValidationError as err:
+        problems = "; ".join(f"--{str(e['loc'][0]).replace('_', '-')}: {e['msg']}" for e in err.errors())
+        raise SettingsError(problems) from None
+
+
+def _name(job: dict[str, Any]) -> str:
+    metadata = job.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return str(name or "<no name>")
+
+
+def _first_sync(job: dict[str, Any], settings: Any, namespace: str | None) -> Any:
+    """The hook's answer to Metacontroller's first request about this job (no children exist yet)."""
+    from app.core.sync import sync
+    from app.kube.request import decode_request
+
+    job = dict(job)
+    metadata = dict(job["metadata"]) if isinstance(job.get("metadata"), dict) else {}
+    metadata["namespace"] = metadata.get("namespace") or namespace or "default"
+    metadata.setdefault("uid", str(uuid.uuid4()))
+    metadata.setdefault("generation", 1)
+    job["metadata"] = metadata
+    body = orjson.dumps({"controller": {}, "parent": job, "children": {}, "related": {}})
+    return sync(
+        decode_request(body),
+        now=datetime.now(UTC),
+        keys=settings.key_source(),
+        cluster_domain=settings.cluster_domain,
+    )
+
+
+def _render_job(doc: Document, settings: Any, args: argparse.Namespace) -> tuple[str, bool]:
+    from app.kube.request import RequestError
+
+    try:
+        result = _first_sync(doc.data, settings, args.namespace)
+    except RequestError as err:
+        _error(f"{doc.source}: MPIJob {_name(doc.data)}: {err}")
+        return "", False
+    conditions = result.status.get("conditions") or []
+    invalid = next((c for c in conditions if c.get("type") == "Invalid" and c.get("status") == "True"), None)
+    if invalid is not None:
+        _error(
+            f"{doc.source}: MPIJob {_name(doc.data)} is invalid, nothing would be created:"
+            f" {invalid.get('message')}"
+        )
+    summary = ", ".join(f"{c['type']}={c['status']}" for c in conditions)
+    text = f"# MPIJob {result.namespace}/{result.name}: {summary}\n"
+    if args.status:
+        status = yaml.safe_dump({"status": result.status}, sort_keys=False)
+        text += "".join(f"# {line}\n" for line in status.splitlines())
+    text += dump_all([redact(child) for child in result.children])
+    return text, invalid is None
+
+
+def redact(child: dict[str, Any]) -> dict[str, Any]:
+    """A preview must not print a private key."""
+    if child.get("kind") == "Secret":
+        return {**child, "data": dict.fromkeys(child.get("data") or {}, REDACTED)}
+    return child
+
+
+# --- lint ------------------------------------------------------------------------------------------------
+
+_COLOURS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.INFO: "36"}
+
+
+def lint(args: argparse.Namespace) -> int:
+    if args.list_rules:
+        for rule, description in RULES.items():
+            print(f"{rule:24} {description}")
+        return EXIT_OK
+    results: list[tuple[Document, Finding]] = []
+    unusable, jobs = False, 0
+    for path in args.files:
+        try:
+            documents = _mpijobs(_documents(path), source_name(path), "linted")
+        except InputError as err:
+            _error(str(err))
+            unusable = True
+            continue
+        jobs += len(documents)
+        results += [(doc, finding) for doc in documents for finding in lint_manifest(doc.data)]
+    if args.output == "json":
+        print(json.dumps({"jobs": jobs, "findings": [_as_json(d, f) for d, f in results]}, indent=2))
+    else:
+        _print_text(results, jobs)
+    if unusable:
+        return EXIT_UNUSABLE
+    threshold = None if args.fail_on == "never" else Severity(args.fail_on).rank
+    failing = threshold is not None and any(f.severity.rank >= threshold for _, f in results)
+    return EXIT_FINDINGS if failing else EXIT_OK
+
+
+def _as_json(doc: Document, finding: Finding) -> dict[str, Any]:
+    return {
+        "file": doc.source,
+        "line": doc.line_of(finding.path),
+        "job": _name(doc.data),
+        **finding.as_dict(),
+    }
+
+
+def _print_text(results: list[tuple[Document, Finding]], jobs: int) -> None:
+    colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    for doc, finding in results:
+        severity = finding.severity.value
+        if colour:
+            severity = f"\033[{_COLOURS[finding.severity]}m{severity}\033[0m"
+        line = doc.line_of(finding.path)
+        where = f"{doc.source}:{line}" if line else doc.source
+        print(f"{where}: {severity} [{finding.rule}] {finding.path} (MPIJob {_name(doc.data)})")
+        print(f"    {finding.message}")
+        print(f"    fix: {finding.fix}")
+    counts = {s: sum(1 for _, f in results if f.severity is s) for s in Severity}
+    summary = (
+        ", ".join(f"{n} {s.value}{'s' if n != 1 else ''}" for s, n in counts.items() if n) or "no findings"
+    )
+    print(f"{jobs} MPIJob{'s' if jobs != 1 else ''}: {summary}", file=sys.stderr)
+
+
+# --- convert ---------------------------------------------------------------------------------------------
+
+
+def convert(args: argparse.Namespace) -> int:
+    from app.convert import DEFAULT_RUNTIME, ConvertError, to_v2beta1
+    from app.convert_trainjob import to_trainjob
+
+    if args.runtime is not None and args.to != "trainjob":
+        _error("--runtime goes with --to trainjob")
+        return EXIT_UNUSABLE
+    try:
+        jobs = _mpijobs(_documents(args.file), source_name(args.file), "converted")
+    except InputError as err:
+        _error(str(err))
+        return EXIT_UNUSABLE
+    out = []
+    for doc in jobs:
+        try:
+            if args.to == "trainjob":
+                result = to_trainjob(doc.data, args.runtime or DEFAULT_RUNTIME)
+            else:
+                result = to_v2beta1(doc.data)
+        except ConvertError as err:
+            _error(f"{doc.source}: document {doc.index + 1}: {err}")
+            return EXIT_UNUSABLE
+        for note in result.notes:
+            print(f"mpijob convert: {_name(doc.data)}: {note}", file=sys.stderr)
+        out.append(result.obj)
+    sys.stdout.write(dump_all(out))
+    return EXIT_OK

@@ -1,0 +1,113 @@
+"""Reading manifests for the ``mpijob`` command: files or standard input, every YAML document, line numbers.
+
+Errors become ``InputError`` with ``FILE:LINE:COLUMN`` and YAML's own short description, never a traceback.
+A ``kind: List`` document is unpacked into its items, as ``kubectl`` does.
+"""
+
+from __future__ import annotations
+
+import re
+import sys
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+
+MAX_BYTES = 64 * 1024 * 1024
+
+
+class InputError(Exception):
+    """The input cannot be used at all (unreadable, not YAML, not an object): exit code 2."""
+
+
+@dataclass(frozen=True)
+class Document:
+    source: str  # file name, or "<stdin>"
+    index: int  # position in the file, from 0
+    data: Any
+    node: yaml.Node | None  # for line numbers
+
+    def line_of(self, path: str) -> int | None:
+        """The line of the deepest existing field on ``path`` (``a.b[0].c``), from 1: a key's own line."""
+        node = self.node
+        line = node.start_mark.line + 1 if node is not None else None
+        for key in _path_keys(path):
+            found = _entry(node, key)
+            if found is None:
+                break
+            marker, node = found
+            line = marker.start_mark.line + 1
+        return line
+
+
+def _path_keys(path: str) -> list[str | int]:
+    return [int(k) if k.isdigit() else k for k in re.findall(r"[^.\[\]]+", path)]
+
+
+def _entry(node: yaml.Node | None, key: str | int) -> tuple[yaml.Node, yaml.Node] | None:
+    """(where it is written, its value): the key node for a mapping entry, the item for a list."""
+    if isinstance(node, yaml.MappingNode):
+        return next(((k, v) for k, v in node.value if getattr(k, "value", None) == str(key)), None)
+    if isinstance(node, yaml.SequenceNode) and isinstance(key, int) and key < len(node.value):
+        item: yaml.Node = node.value[key]
+        return item, item
+    return None
+
+
+def _child(node: yaml.Node | None, key: str | int) -> yaml.Node | None:
+    found = _entry(node, key)
+    return found[1] if found is not None else None
+
+
+def source_name(path: str) -> str:
+    return "<stdin>" if path == "-" else path
+
+
+def read_text(path: str) -> str:
+    """A file's text, or standard input's for ``-``."""
+    try:
+        if path == "-":
+            text = sys.stdin.read(MAX_BYTES + 1)
+        else:
+            with open(path, encoding="utf-8") as handle:
+                text = handle.read(MAX_BYTES + 1)
+    except OSError as err:
+        raise InputError(f"cannot read {path}: {err.strerror}") from None
+    except UnicodeDecodeError:
+        raise InputError(f"{source_name(path)}: not UTF-8 text") from None
+    if len(text) > MAX_BYTES:
+        raise InputError(f"{source_name(path)}: larger than {MAX_BYTES // (1024 * 1024)} MiB")
+    return text
+
+
+def load_documents(text: str, source: str) -> list[Document]:
+    """Every non-empty document; ``kind: List`` items become documents of their own."""
+    try:
+        datas = list(yaml.safe_load_all(text))
+        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+    except yaml.MarkedYAMLError as err:
+        raise InputError(_yaml_error(err, source)) from None
+    except yaml.YAMLError as err:
+        raise InputError(f"{source}: not valid YAML ({type(err).__name__})") from None
+    documents: list[Document] = []
+    for data, node in zip(datas, nodes, strict=False):
+        if data is None:
+            continue
+        if isinstance(data, dict) and data.get("kind") == "List" and isinstance(data.get("items"), list):
+            items = _child(node, "items")
+            for i, item in enumerate(data["items"]):
+                documents.append(Document(source, len(documents), item, _child(items, i)))
+        else:
+            documents.append(Document(source, len(documents), data, node))
+    return documents
+
+
+def _yaml_error(err: yaml.MarkedYAMLError, source: str) -> str:
+    mark = err.problem_mark or err.context_mark
+    where = f"{source}:{mark.line + 1}:{mark.column + 1}" if mark is not None else source
+    problem = err.problem or err.context or "not valid YAML"
+    return f"{where}: {problem}"
+
+
+def dump_all(documents: list[dict[str, Any]]) -> str:
+    return yaml.safe_dump_all(documents, sort_keys=False, explicit_start=True) if documents else ""

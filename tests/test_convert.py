@@ -1,0 +1,179 @@
+"""``mpijob convert``: upstream's documented MPIJob shapes (our own fixtures) to v2beta1 and to TrainJobs.
+
+The two upstream example shapes must become the hand-written v2beta1 equivalent exactly; everything converted
+must pass the CRD's admission rules (rebuilt in ``test_crd``) and lint without errors. The training-operator
+and TrainJob cases are golden files (``--update-golden``), notes included: every dropped field says why.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from app.api.lint import Severity, lint_manifest
+from app.convert import ConvertError, to_v2beta1
+from app.convert_trainjob import to_trainjob
+from tests.test_cli import mpijob, objects
+from tests.test_crd import CRD_FILE, _nodes, admission_errors
+
+import cel  # isort: skip
+
+ROOT = Path(__file__).resolve().parents[1]
+FIXTURES = Path(__file__).parent / "fixtures" / "convert"
+GOLDEN = Path(__file__).parent / "golden" / "convert"
+# The fields of Trainer v2's TrainJobSpec and Trainer (trainjob_types.go): the output uses no others.
+TRAINJOB_SPEC = {"runtimeRef", "initializer", "trainer", "labels", "annotations", "podTemplateOverrides",
+                 "suspend", "managedBy"}  # fmt: skip
+TRAINER = {"image", "command", "args", "env", "numNodes", "resourcesPerNode", "numProcPerNode"}
+
+
+def load(path: Path) -> dict[str, Any]:
+    data: dict[str, Any] = yaml.safe_load(path.read_text())
+    return data
+
+
+@pytest.fixture(scope="module")
+def admission() -> Any:
+    crd = yaml.safe_load(CRD_FILE.read_text())
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    programs = {
+        r["rule"]: cel.compile(r["rule"])
+        for _, n, _ in _nodes(schema)
+        for r in n.get("x-kubernetes-validations", [])
+    }
+    return lambda obj: admission_errors(schema, programs, obj)
+
+
+@pytest.mark.parametrize("name", ["v1alpha2-tensorflow-benchmarks", "v1-tensorflow-benchmarks"])
+def test_upstream_example_shapes_become_the_v2beta1_example(name: str, admission: Any) -> None:
+    result = to_v2beta1(load(FIXTURES / f"{name}.yaml"))
+    assert result.obj == load(FIXTURES / "tensorflow-benchmarks.v2beta1.yaml")
+    assert admission(result.obj) == set()
+    assert lint_manifest(result.obj) == []
+    # The one thing a user must know: the workers now need sshd.
+    assert len(result.notes) == 1 and "sshd" in result.notes[0]
+
+
+def test_a_v2beta1_job_converts_to_itself() -> None:
+    job = load(ROOT / "examples" / "pi" / "pi.yaml")
+    assert to_v2beta1(job).obj == job and to_v2beta1(job).notes == []
+
+
+def test_v1alpha1_is_refused_with_a_reason() -> None:
+    with pytest.raises(ConvertError, match="v1alpha1 jobs have no replica specs"):
+        to_v2beta1({"apiVersion": "kubeflow.org/v1alpha1", "kind": "MPIJob", "spec": {"gpus": 8}})
+
+
+def test_spec_level_fields_yield_to_run_policy() -> None:
+    job = load(FIXTURES / "v1-tensorflow-benchmarks.yaml")
+    job["spec"]["runPolicy"] = {"cleanPodPolicy": "All"}
+    job["spec"]["backoffLimit"] = 2
+    result = to_v2beta1(job)
+    assert result.obj["spec"]["runPolicy"] == {"cleanPodPolicy": "All", "backoffLimit": 2}
+    assert any("spec.cleanPodPolicy: 'Running' ignored" in n for n in result.notes)
+
+
+def test_mpi_distribution_becomes_mpi_implementation() -> None:
+    job = load(FIXTURES / "v1alpha2-tensorflow-benchmarks.yaml")
+    job["spec"]["mpiDistribution"] = "intel_mpi"
+    assert to_v2beta1(job).obj["spec"]["mpiImplementation"] == "Intel"
+
+
+CASES = {
+    "training-operator-v1-horovod": (FIXTURES / "training-operator-v1-horovod.yaml", "v2beta1"),
+    "pi-trainjob": (ROOT / "examples" / "pi" / "pi.yaml", "trainjob"),
+    "gpu-trainjob": (ROOT / "examples" / "gpu" / "tensorflow-benchmarks.yaml", "trainjob"),
+    "training-operator-v1-trainjob": (FIXTURES / "training-operator-v1-horovod.yaml", "trainjob"),
+}
+
+
+def _convert(path: Path, to: str) -> tuple[dict[str, Any], list[str]]:
+    result = to_v2beta1(load(path)) if to == "v2beta1" else to_trainjob(load(path), "mpi-distributed")
+    return result.obj, result.notes
+
+
+@pytest.mark.parametrize("name", CASES, ids=list(CASES))
+def test_golden_conversions(name: str, update_golden: bool) -> None:
+    obj, notes = _convert(*CASES[name])
+    text = yaml.safe_dump(obj, sort_keys=False) + "".join(f"# note: {n}\n" for n in notes)
+    path = GOLDEN / f"{name}.yaml"
+    if update_golden:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    assert path.read_text() == text, f"{path} is stale: run --update-golden and review the diff"
+
+
+def test_training_operator_job_is_admitted_and_says_what_it_dropped(admission: Any) -> None:
+    obj, notes = _convert(*CASES["training-operator-v1-horovod"])
+    assert admission(obj) == set()
+    assert [f for f in lint_manifest(obj) if f.severity is Severity.ERROR] == []
+    launcher = obj["spec"]["mpiReplicaSpecs"]["Launcher"]
+    assert [c["name"] for c in launcher["template"]["spec"]["containers"]] == ["mpi-launcher", "sidecar"]
+    assert "restartPolicy" not in launcher
+    assert "managedBy" not in obj["spec"]["runPolicy"]
+    assert obj["metadata"] == {
+        "name": "tensorflow-mnist",
+        "namespace": "kubeflow",
+        "labels": {"team": "vision"},
+    }
+    joined = "\n".join(notes)
+    for expected in (
+        "creationTimestamp, resourceVersion, uid dropped",
+        "status: dropped",
+        "'ExitCode' is not",
+        "managedBy: 'kubeflow.org/training-operator' dropped",
+        "moved first",
+    ):
+        assert expected in joined
+
+
+@pytest.mark.parametrize("name", ["pi-trainjob", "gpu-trainjob", "training-operator-v1-trainjob"])
+def test_trainjobs_use_only_trainer_fields(name: str) -> None:
+    obj, notes = _convert(*CASES[name])
+    assert (obj["apiVersion"], obj["kind"]) == ("trainer.kubeflow.org/v1alpha1", "TrainJob")
+    assert set(obj["spec"]) <= TRAINJOB_SPEC and set(obj["spec"]["trainer"]) <= TRAINER
+    assert obj["spec"]["runtimeRef"]["name"] == "mpi-distributed"
+    assert any("hostfile" in n for n in notes)
+
+
+def test_trainjob_nodes_and_processes_follow_workers_and_slots() -> None:
+    obj, notes = _convert(*CASES["gpu-trainjob"])
+    trainer = obj["spec"]["trainer"]
+    assert (trainer["numNodes"], trainer["numProcPerNode"]) == (2, 2)
+    assert trainer["resourcesPerNode"] == {"limits": {"nvidia.com/gpu": "2"}}
+    assert trainer["command"][:4] == ["mpirun", "--allow-run-as-root", "-np", "4"]
+    assert any("cleanPodPolicy: not carried over" in n for n in notes)
+
+
+# --- the console script ------------------------------------------------------------------------------------
+
+
+def test_convert_prints_yaml_and_notes_on_stderr() -> None:
+    done = mpijob("convert", str(FIXTURES / "training-operator-v1-horovod.yaml"))
+    assert done.returncode == 0
+    [obj] = objects(done)
+    assert obj["apiVersion"] == "kubeflow.org/v2beta1"
+    notes = done.stderr.splitlines()
+    assert notes and all(n.startswith("mpijob convert: tensorflow-mnist: ") for n in notes)
+
+
+def test_converted_output_renders(tmp_path: Path) -> None:
+    converted = mpijob("convert", str(FIXTURES / "v1-tensorflow-benchmarks.yaml"))
+    rendered = mpijob("render", "-", stdin=converted.stdout)
+    assert rendered.returncode == 0, rendered.stderr
+    assert [c["kind"] for c in objects(rendered)][-1] == "Job"
+
+
+def test_convert_to_trainjob_from_stdin_with_a_runtime() -> None:
+    done = mpijob("convert", "--to", "trainjob", "--runtime", "my-openmpi", "-",
+                  stdin=(ROOT / "examples" / "pi" / "pi.yaml").read_text())  # fmt: skip
+    assert done.returncode == 0
+    assert objects(done)[0]["spec"]["runtimeRef"]["name"] == "my-openmpi"
+
+
+def test_runtime_without_trainjob_is_a_usage_error() -> None:
+    done = mpijob("convert", "--runtime", "x", str(FIXTURES / "v1-tensorflow-benchmarks.yaml"))
+    assert done.returncode == 2 and "--runtime goes with --to trainjob" in done.stderr
