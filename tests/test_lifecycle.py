@@ -659,7 +659,9 @@ def test_scale_up_and_down(update_golden: bool) -> None:
     }
     assert mc.status["replicaStatuses"] == {"Launcher": {"active": 1}, "Worker": {"active": 2}}
     assert mc.status["observedGeneration"] == 2
-    assert_conditions(mc, RUNNING)
+    # mpirun -n 2 no longer fills the hostfile: a lint Warning, first, so STATE stays Running.
+    assert_conditions(mc, {"Warning": ("True", "LintWarnings"), **RUNNING})
+    assert "hostfile has 4 slots" in mc.status["conditions"][0]["message"]
     steady(mc)
 
     mc.advance(10)
@@ -682,7 +684,36 @@ def test_scale_up_and_down(update_golden: bool) -> None:
     assert mc.status["observedGeneration"] == 3
     steady(mc)
     assert mc.names("Pod") == ["pi-worker-0"]
+    # Still a mismatch, now the other way: the message follows, the transition time stays.
+    assert_conditions(mc, {"Warning": ("True", "LintWarnings"), **RUNNING})
+    warning = mc.status["conditions"][0]
+    assert "hostfile has 1 slots" in warning["message"]
+    assert (warning["lastTransitionTime"], warning["lastUpdateTime"]) == (at(20), at(40))
+
+
+def test_lint_warning_goes_away_when_fixed(update_golden: bool) -> None:
+    """The Warning condition appears with a finding, changes nothing else, and is gone once fixed."""
+    mc = fake("lint-warning", update_golden)
+    start(mc, mpijob("pi").workers(2).build())
+    children = {name: mc.get("Pod", name) for name in mc.names("Pod")}
+
+    mc.advance(10)
+    mc.edit_spec("runLauncherAsWorker", True)  # the launcher's slots join the hostfile; -n 2 stays
+    mc.sync()
+    assert_conditions(mc, {"Warning": ("True", "LintWarnings"), **RUNNING})
+    assert mc.status["conditions"][0]["lastTransitionTime"] == at(20)
+    steady(mc)
+
+    mc.advance(10)
+    containers = copy.deepcopy(
+        mc.parent["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"]
+    )
+    containers[0]["args"] = ["-n", "3", "/pi"]
+    mc.edit_spec("mpiReplicaSpecs.Launcher.template.spec.containers", containers)
+    mc.sync()
     assert_conditions(mc, RUNNING)
+    assert {name: mc.get("Pod", name) for name in children} == children
+    steady(mc)
 
 
 def test_invalid_edit_of_running_job(update_golden: bool) -> None:

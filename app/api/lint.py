@@ -182,8 +182,8 @@ def _np_mismatch(job: MPIJob) -> Iterator[Finding]:
             f"{LAUNCHER}.template.spec.containers[{index}].{launch.field}",
             f"{launch.program} {launch.flag} {launch.processes} starts {launch.processes} processes but the"
             f" hostfile has {total} slots ({how}): {effect}",
-            f"use {launch.flag} {total}, or change slotsPerWorker or Worker replicas so that they multiply"
-            f" to {launch.processes}",
+            f"use {launch.flag} {total}, or change slotsPerWorker or Worker replicas"
+            f" so that the hostfile has {launch.processes} slots",
         )
 
 

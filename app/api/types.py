@@ -54,6 +54,8 @@ class ConditionType(StrEnum):
     FAILED = "Failed"
     # Ours, not upstream's: the spec fails validation (see README, compatibility table).
     INVALID = "Invalid"
+    # Ours: what `mpijob lint` finds in a valid job; advisory, always the first condition (not STATE).
+    WARNING = "Warning"
 
 
 KUBEFLOW_JOB_CONTROLLER = "kubeflow.org/mpi-operator"

@@ -12,7 +12,7 @@ No clock, randomness or I/O here: ``now``, key material and the cluster domain a
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
 from typing import Any
@@ -28,6 +28,7 @@ from app.core.freeze import frozen_children
 from app.core.observed import classify
 from app.core.plan import make_plan
 from app.core.status import Event, invalid_status, next_status
+from app.core.warnings import lint_message, place_warning, without_warning
 from app.kube import names
 from app.kube.keys import KeySource
 from app.kube.request import RequestError, SyncRequest
@@ -80,15 +81,26 @@ def sync(request: SyncRequest, *, now: datetime, keys: KeySource, cluster_domain
     errors = validate(job)
     if errors:
         return _invalid(request, meta, job.status, errors, now)
-    return _reconcile(job, request, now=now, keys=keys, cluster_domain=cluster_domain)
+    warning = lint_message(parsed, orjson.loads(bytes(request.parent)))
+    return _reconcile(job, request, warning, now=now, keys=keys, cluster_domain=cluster_domain)
 
 
 def _reconcile(
-    job: Job, request: SyncRequest, *, now: datetime, keys: KeySource, cluster_domain: str
+    job: Job,
+    request: SyncRequest,
+    warning: str | None,
+    *,
+    now: datetime,
+    keys: KeySource,
+    cluster_domain: str,
 ) -> SyncResult:
+    """The job's life from the plan; the lint ``Warning`` condition is added last and changes nothing."""
+    previous = job.status
+    job = replace(job, status=without_warning(previous))
     observed = classify(job.name, request)
     plan = make_plan(job, observed)
     status, events = next_status(job, plan, now)
+    events += place_warning(status, previous, warning, now)
     children = desired_children(job, plan, observed.secret, keys, cluster_domain)
     return SyncResult(status, children, Outcome.SYNCED, job.namespace, job.name, events)
 

@@ -1,0 +1,101 @@
+"""The lint ``Warning`` condition in status: first in the list (never kubectl's STATE), advisory only.
+
+The lifecycle scenarios (``test_lifecycle``: scale-up-and-down, lint-warning) show it appear, follow the
+findings and go away; here are the rules of its placement and bookkeeping, and an invariant over every
+golden status.
+"""
+
+from __future__ import annotations
+
+import json
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from app.api.types import JobStatus
+from app.core.warnings import REASON_LINT, WARNING, lint_message, place_warning
+from tests.builders import mpijob
+from tests.test_lint import CASES
+
+GOLDEN = Path(__file__).parent / "golden"
+T0 = datetime(2026, 5, 4, 9, 0, 0, tzinfo=UTC)
+T1 = datetime(2026, 5, 4, 9, 0, 10, tzinfo=UTC)
+CREATED = {"type": "Created", "status": "True", "reason": "MPIJobCreated"}
+
+
+def previous(*conditions: dict[str, Any]) -> JobStatus:
+    return JobStatus.model_validate({"conditions": list(conditions)})
+
+
+def stored_warning(message: str) -> dict[str, str]:
+    stamp = "2026-05-04T09:00:00Z"
+    return {"type": WARNING, "status": "True", "reason": REASON_LINT, "message": message,
+            "lastUpdateTime": stamp, "lastTransitionTime": stamp}  # fmt: skip
+
+
+def test_the_warning_goes_first_and_announces_itself() -> None:
+    status = {"conditions": [dict(CREATED)]}
+    events = place_warning(status, previous(CREATED), "m1", T0)
+    assert [c["type"] for c in status["conditions"]] == [WARNING, "Created"]
+    assert status["conditions"][0]["lastTransitionTime"] == "2026-05-04T09:00:00Z"
+    assert [(e.type, e.reason) for e in events] == [("Warning", REASON_LINT)]
+
+
+def test_an_unchanged_warning_is_byte_for_byte_the_stored_one() -> None:
+    stored = stored_warning("m1")
+    status = {"conditions": [dict(CREATED)]}
+    assert place_warning(status, previous(stored, CREATED), "m1", T1) == ()
+    assert status["conditions"] == [stored, CREATED]
+
+
+def test_a_new_message_keeps_the_transition_time() -> None:
+    stored = stored_warning("m1")
+    status = {"conditions": [dict(CREATED)]}
+    place_warning(status, previous(stored, CREATED), "m2", T1)
+    warning = status["conditions"][0]
+    assert (warning["message"], warning["lastUpdateTime"], warning["lastTransitionTime"]) == (
+        "m2",
+        "2026-05-04T09:00:10Z",
+        "2026-05-04T09:00:00Z",
+    )
+
+
+def test_no_finding_no_condition() -> None:
+    stored = {"type": WARNING, "status": "True", "reason": REASON_LINT, "message": "m1"}
+    status = {"conditions": [dict(CREATED)]}
+    assert place_warning(status, previous(stored, CREATED), None, T1) == ()
+    assert status["conditions"] == [CREATED]
+
+
+def test_the_message_lists_warnings_not_infos() -> None:
+    from app.api.types import MPIJob
+
+    tripped = CASES["np-mismatch"][0]()
+    message = lint_message(MPIJob.model_validate(tripped), tripped)
+    assert message is not None and message.startswith("mpijob lint: 1 finding: [np-mismatch] ")
+    no_command = mpijob("pi").build()
+    no_command["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0].pop("command")
+    no_command["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0].pop("args")
+    assert lint_message(MPIJob.model_validate(no_command), no_command) is None  # launcher-command is info
+
+
+def _statuses() -> list[dict[str, Any]]:
+    found = [json.loads(p.read_text())["status"] for p in GOLDEN.glob("*/response.json")]
+    for steps in GOLDEN.glob("lifecycle/*/steps.yaml"):
+        found += [
+            s["status"]
+            for s in yaml.safe_load(steps.read_text()) or []
+            if isinstance(s, dict) and "status" in s
+        ]
+    return found
+
+
+def test_state_is_never_the_warning_in_any_golden_status() -> None:
+    statuses = [s for s in _statuses() if s.get("conditions")]
+    with_warning = [s for s in statuses if any(c["type"] == WARNING for c in s["conditions"])]
+    assert with_warning, "some golden status shows a Warning"
+    for status in statuses:
+        assert status["conditions"][-1]["type"] != WARNING
+        assert all(c["type"] != WARNING for c in status["conditions"][1:])
