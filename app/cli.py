@@ -74,7 +74,7 @@ def _add_lint(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         epilog="Exit codes: 0 no finding at or above --fail-on, 1 some, 2 unusable input."
         " Silence a rule for one job: annotation mpijob-lint/ignore: RULE[,RULE].",
     )
-    lint.add_argument("files", nargs="+", metavar="FILE", help="manifests; - for stdin")
+    lint.add_argument("files", nargs="*", metavar="FILE", help="manifests; - for stdin")
     lint.add_argument(
         "--fail-on",
         choices=("error", "warning", "info", "never"),

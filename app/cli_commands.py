@@ -180,6 +180,9 @@ def lint(args: argparse.Namespace) -> int:
         for rule, description in RULES.items():
             print(f"{rule:24} {description}")
         return EXIT_OK
+    if not args.files:
+        _error("lint: give at least one FILE (- for standard input)")
+        return EXIT_UNUSABLE
     results: list[tuple[Document, Finding]] = []
     unusable, jobs = False, 0
     for path in args.files:

@@ -245,7 +245,12 @@ def test_lint_reports_unusable_files_but_lints_the_others(tmp_path: Path) -> Non
     assert f"{bad}:2:1:" in done.stderr
 
 
+def test_lint_without_files_is_a_usage_error() -> None:
+    done = mpijob("lint")
+    assert done.returncode == 2 and "at least one FILE" in done.stderr
+
+
 def test_lint_lists_its_rules() -> None:
-    done = mpijob("lint", "--list-rules", "-")
+    done = mpijob("lint", "--list-rules")
     assert done.returncode == 0
     assert "np-mismatch" in done.stdout and "gpu-slots-mismatch" in done.stdout

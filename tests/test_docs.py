@@ -1,0 +1,325 @@
+"""Every command in the README and docs/ is checked; how, per command, is documented in docs/README.md.
+
+``mpijob`` commands run for real in a scratch copy of the repository; ``kubectl`` commands are parsed by
+kubectl itself (``--help`` appended: unknown commands and flags fail, no cluster needed) and their files,
+kustomizations and patches are checked; the few other tools have consistency checks. A command nobody knows
+how to check fails the test.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import shlex
+import shutil
+import subprocess
+import sys
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from app.api.lint import Severity, lint_manifest
+from tests.kube_schema import schema_errors
+
+ROOT = Path(__file__).resolve().parents[1]
+PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+VENV_BIN = Path(sys.executable).parent
+COPIED = ["examples", "docs", "deploy", "crds", "metacontroller", "scripts", "Dockerfile", "pyproject.toml"]
+KUBECTL = shutil.which("kubectl")
+FILE_VERBS = {"apply", "create", "delete", "replace", "diff"}
+FENCE = re.compile(r"^( *)```(\w*)\s*$")
+
+
+@dataclass
+class Block:
+    page: Path
+    line: int
+    language: str
+    text: str
+
+
+def blocks(page: Path) -> list[Block]:
+    found, current, start, language, indent = [], None, 0, "", 0
+    for number, line in enumerate(page.read_text().splitlines(), start=1):
+        match = FENCE.match(line)
+        if match and current is None:
+            current, start, language, indent = [], number, match.group(2), len(match.group(1))
+        elif match and current is not None:
+            found.append(Block(page, start, language, "\n".join(current)))
+            current = None
+        elif current is not None:
+            current.append(line[indent:])
+    return found
+
+
+def commands(block: Block) -> list[tuple[int, str]]:
+    """(line number, command) for each command of an ``sh`` block; ``\\`` continues a line."""
+    out, pending, first = [], "", 0
+    for offset, line in enumerate(block.text.splitlines(), start=1):
+        stripped = line.strip()
+        if not pending and (not stripped or stripped.startswith("#")):
+            continue
+        first = first or block.line + offset
+        if stripped.endswith("\\"):
+            pending += stripped[:-1] + " "
+            continue
+        out.append((first, pending + stripped))
+        pending, first = "", 0
+    return out
+
+
+def all_commands() -> list[tuple[str, Path, str]]:
+    return [
+        (f"{page.relative_to(ROOT)}:{line}", page, command)
+        for page in PAGES
+        for block in blocks(page)
+        if block.language == "sh"
+        for line, command in commands(block)
+    ]
+
+
+# --- the scratch copy and what earlier commands of a page left in it ---------------------------------------
+
+
+@dataclass
+class Page:
+    directory: Path
+    images: set[str] = field(default_factory=set)
+    clusters: set[str] = field(default_factory=set)
+    venvs: set[str] = field(default_factory=set)
+
+
+def scratch(directory: Path) -> Page:
+    """A fresh copy of what the pages' commands read, so each test stands alone (and runs on any worker)."""
+    for name in COPIED:
+        source = ROOT / name
+        if source.is_dir():
+            shutil.copytree(source, directory / name, ignore=shutil.ignore_patterns("__pycache__"))
+        else:
+            shutil.copy2(source, directory / name)
+    return Page(directory)
+
+
+def replay(page: Path, before: str, state: Page) -> None:
+    """Earlier commands of the page whose effects later ones rely on: files they write, images they build."""
+    for where, other, command in all_commands():
+        if other != page:
+            continue
+        if where == before:
+            return
+        stages, _, redirects = split(command)
+        if stages[0][0] == "mpijob" and redirects:
+            run_mpijob(re.sub(r"#\s*exits\s+\d+\s*$", "", command), state, None)
+        elif stages[0][0] not in ("mpijob", "kubectl"):
+            check_other(stages[0], state)
+
+
+# --- the checkers ------------------------------------------------------------------------------------------
+
+
+def split(command: str) -> tuple[list[list[str]], int, list[str]]:
+    """Pipeline stages as argv lists, the expected exit code (``# exits N``), and redirections."""
+    expected = 0
+    if match := re.search(r"#\s*exits\s+(\d+)\s*$", command):
+        expected = int(match.group(1))
+    lexer = shlex.shlex(command, posix=True, punctuation_chars="|")
+    lexer.whitespace_split = True
+    lexer.commenters = "#"
+    stages: list[list[str]] = [[]]
+    redirects: list[str] = []
+    tokens = list(lexer)
+    index = 0
+    while index < len(tokens):
+        token = tokens[index]
+        if token == "|":
+            stages.append([])
+        elif token in (">", ">>"):
+            redirects.append(tokens[index + 1])
+            index += 1
+        else:
+            stages[-1].append(token)
+        index += 1
+    return stages, expected, redirects
+
+
+def run_mpijob(command: str, page: Page, stdin: str | None) -> subprocess.CompletedProcess[str]:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_")}
+    env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
+    return subprocess.run(
+        ["bash", "-c", "set -o pipefail; " + command],
+        cwd=page.directory,
+        env=env,
+        input=stdin,
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def examples_as_list() -> str:
+    """What ``kubectl get mpijobs -A -o yaml`` prints for a cluster holding the repository's examples."""
+    items = [
+        doc
+        for path in sorted((ROOT / "examples").rglob("*.yaml"))
+        for doc in yaml.safe_load_all(path.read_text())
+        if isinstance(doc, dict) and doc.get("kind") == "MPIJob"
+    ]
+    return yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items})
+
+
+def check_kubectl(argv: list[str], page: Page) -> None:
+    assert KUBECTL is not None, "kubectl is needed to check the docs' kubectl commands"
+    args = argv[1:]
+    # --help before a "--": after it, words belong to the command run in the container.
+    args = [*args[: args.index("--")], "--help"] if "--" in args else [*args, "--help"]
+    done = subprocess.run([KUBECTL, *args], capture_output=True, text=True, timeout=30, check=False)
+    assert done.returncode == 0, f"kubectl does not accept {shlex.join(argv)}: {done.stderr.strip()[:300]}"
+    for flag, value in _flag_values(argv[1:]):
+        if flag in ("-f", "--filename") and argv[1] not in FILE_VERBS:
+            continue  # e.g. `kubectl logs -f` follows
+        if flag in ("-f", "--filename") and value != "-":
+            if "://" in value:
+                assert re.search(r"[?&]ref=v\d|/v\d+\.\d+", value), f"unpinned remote file {value}"
+            else:
+                assert (page.directory / value).exists(), f"{value} does not exist"
+        elif flag in ("-k", "--kustomize"):
+            if "://" in value:
+                assert re.search(r"[?&]ref=v\d", value), f"unpinned remote kustomization {value}"
+            else:
+                built = subprocess.run([KUBECTL, "kustomize", value], cwd=page.directory, capture_output=True,
+                                       text=True, timeout=60, check=False)  # fmt: skip
+                assert built.returncode == 0, built.stderr[:300]
+        elif flag in ("-p", "--patch"):
+            json.loads(value)
+
+
+def _flag_values(args: list[str]) -> list[tuple[str, str]]:
+    pairs = []
+    for index, arg in enumerate(args):
+        name, equals, inline = arg.partition("=")
+        if name in ("-f", "--filename", "-k", "--kustomize", "-p", "--patch"):
+            value = inline if equals else (args[index + 1] if index + 1 < len(args) else "")
+            pairs.append((name, value))
+    return pairs
+
+
+def check_other(argv: list[str], page: Page) -> None:
+    """The tools a page may mention besides mpijob and kubectl, with what can be checked without them."""
+    head = argv[:3]
+    if head[:2] == ["docker", "build"]:
+        image = argv[argv.index("-t") + 1]
+        assert (page.directory / argv[-1] / "Dockerfile").is_file()
+        page.images.add(image)
+    elif head[:2] == ["docker", "push"]:
+        assert argv[2] in page.images, f"{argv[2]} is pushed but not built on this page"
+    elif head == ["kind", "create", "cluster"]:
+        page.clusters.add(argv[argv.index("--name") + 1] if "--name" in argv else "kind")
+    elif head == ["kind", "load", "docker-image"]:
+        assert argv[3] in page.images, f"{argv[3]} is loaded but not built on this page"
+        assert (argv[argv.index("--name") + 1] if "--name" in argv else "kind") in page.clusters
+    elif head == ["python3", "-m", "venv"]:
+        page.venvs.add(argv[3])
+    elif len(argv) >= 3 and argv[0].endswith("/bin/pip") and argv[1:] == ["install", "."]:
+        assert argv[0].removesuffix("/bin/pip") in page.venvs
+        assert 'mpijob = "app.cli:main"' in (ROOT / "pyproject.toml").read_text()
+    elif argv[0] == "export" and argv[1].startswith("PATH="):
+        assert any(f"{venv}/bin" in argv[1] for venv in page.venvs)
+    elif argv[0].startswith("./scripts/"):
+        script = page.directory / argv[0]
+        assert script.is_file() and os.access(script, os.X_OK), f"{argv[0]} is not an executable script"
+    else:
+        pytest.fail(f"no checker for {shlex.join(argv)}: add one to tests/test_docs.py and docs/README.md")
+
+
+@pytest.mark.parametrize(("where", "page", "command"), all_commands(), ids=[c[0] for c in all_commands()])
+def test_documented_command(where: str, page: Path, command: str, tmp_path: Path) -> None:
+    state = scratch(tmp_path)
+    replay(page, where, state)
+    stages, expected, _ = split(command)
+    if stages[0][0] == "mpijob":
+        mpijob_part = command.split("|")[0] if any(s[0] == "kubectl" for s in stages[1:]) else command
+        done = run_mpijob(re.sub(r"#\s*exits\s+\d+\s*$", "", mpijob_part), state, None)
+        assert done.returncode == expected, f"{where}: {command}\n{done.stderr[-1000:]}"
+        assert "Traceback" not in done.stderr
+        for stage in stages[1:]:
+            check_kubectl(stage, state)
+            if stage[1] == "apply":
+                for obj in yaml.safe_load_all(done.stdout):
+                    assert obj is None or schema_errors(obj) == [], f"{where}: {obj.get('kind')}"
+    elif stages[0][0] == "kubectl":
+        check_kubectl(stages[0], state)
+        for stage in stages[1:]:
+            assert stage[0] == "mpijob", f"{where}: only mpijob may read kubectl's output here"
+            done = run_mpijob(shlex.join(stage), state, examples_as_list())
+            assert done.returncode == expected, f"{where}: {command}\n{done.stderr[-1000:]}"
+    else:
+        assert len(stages) == 1, f"{where}: pipelines of other tools are not checked"
+        check_other(stages[0], state)
+
+
+def test_the_pages_have_commands() -> None:
+    pages = {page for _, page, _ in all_commands()}
+    guides = ("user-guide.md", "troubleshooting.md", "migration.md", "operations.md")
+    assert pages >= {ROOT / "README.md", *(ROOT / "docs" / name for name in guides)}
+
+
+def _yaml_mpijobs() -> list[tuple[str, dict[str, Any]]]:
+    found = []
+    for page in PAGES:
+        for block in blocks(page):
+            if block.language != "yaml":
+                continue
+            doc = yaml.safe_load(block.text)
+            if (
+                isinstance(doc, dict)
+                and doc.get("kind") == "MPIJob"
+                and doc.get("apiVersion") == "kubeflow.org/v2beta1"
+            ):
+                found.append((f"{page.relative_to(ROOT)}:{block.line}", doc))
+    return found
+
+
+@pytest.mark.parametrize(("where", "job"), _yaml_mpijobs(), ids=[w for w, _ in _yaml_mpijobs()])
+def test_documented_mpijobs_lint_clean(where: str, job: dict[str, Any]) -> None:
+    findings = [f for f in lint_manifest(job) if f.severity is not Severity.INFO]
+    assert findings == [], where
+
+
+def test_relative_links_point_at_files() -> None:
+    broken = []
+    for page in PAGES:
+        for target in re.findall(r"\]\(([^)#:\s]+)(?:#[^)]*)?\)", page.read_text()):
+            if not (page.parent / target).exists():
+                broken.append(f"{page.relative_to(ROOT)} -> {target}")
+    assert broken == []
+
+
+# --- the checkers catch what they should -------------------------------------------------------------
+
+REJECTED = {
+    "unknown flag": ["kubectl", "get", "mpijob", "pi", "--bogus"],
+    "unknown command": ["kubectl", "gett", "mpijob"],
+    "missing file": ["kubectl", "apply", "-f", "examples/no-such.yaml"],
+    "unpinned remote kustomization": ["kubectl", "apply", "-k", "https://github.com/o/r/manifests"],
+    "patch that is not JSON": ["kubectl", "patch", "mpijob", "pi", "--type", "merge", "-p", "{suspend: true"],
+}
+
+
+@pytest.mark.parametrize("argv", REJECTED.values(), ids=REJECTED.keys())
+def test_the_kubectl_checker_rejects(argv: list[str]) -> None:
+    with pytest.raises((AssertionError, ValueError)):
+        check_kubectl(argv, Page(ROOT))
+
+
+def test_an_unknown_tool_fails() -> None:
+    with pytest.raises(pytest.fail.Exception, match="no checker"):
+        check_other(["helm", "install", "x"], Page(ROOT))
+
+
+def test_yaml_mpijobs_in_the_docs_are_found() -> None:
+    assert len(_yaml_mpijobs()) >= 2
