@@ -41,6 +41,10 @@ def to_trainjob(doc: dict[str, Any], runtime: str) -> Conversion:
     overrides = [o for o in (_override("launcher", launcher), _override("node", worker)) if o]
     if overrides:
         train_spec["podTemplateOverrides"] = overrides
+        notes.append(
+            "podTemplateOverrides: they target the runtime's replicated jobs 'launcher' and 'node'; rename"
+            " them if your runtime calls its jobs otherwise"
+        )
     run_policy = spec.get("runPolicy") or {}
     if run_policy.get("suspend") is not None:
         train_spec["suspend"] = run_policy["suspend"]

@@ -177,3 +177,23 @@ def test_convert_to_trainjob_from_stdin_with_a_runtime() -> None:
 def test_runtime_without_trainjob_is_a_usage_error() -> None:
     done = mpijob("convert", "--runtime", "x", str(FIXTURES / "v1-tensorflow-benchmarks.yaml"))
     assert done.returncode == 2 and "--runtime goes with --to trainjob" in done.stderr
+
+
+def test_trainjob_carries_pod_level_settings_as_overrides() -> None:
+    job = load(ROOT / "examples" / "pi" / "pi.yaml")
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
+    worker["metadata"] = {"labels": {"team": "hpc"}}
+    worker["spec"]["nodeSelector"] = {"pool": "cpu"}
+    worker["spec"]["tolerations"] = [{"key": "hpc", "operator": "Exists"}]
+    worker["spec"]["priorityClassName"] = "high"
+    result = to_trainjob(job, "mpi-distributed")
+    assert result.obj["spec"]["podTemplateOverrides"] == [
+        {
+            "targetJobs": [{"name": "node"}],
+            "metadata": {"labels": {"team": "hpc"}},
+            "spec": {"nodeSelector": {"pool": "cpu"}, "tolerations": [{"key": "hpc", "operator": "Exists"}]},
+        }
+    ]
+    joined = "\n".join(result.notes)
+    assert "Worker.template.spec.priorityClassName: not carried over" in joined
+    assert "rename them if your runtime calls its jobs otherwise" in joined
