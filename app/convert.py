@@ -27,7 +27,8 @@ _KEPT_METADATA = ("name", "namespace", "generateName", "labels", "annotations")
 _RESTART = {"Launcher": "OnFailure", "Worker": "Never"}
 
 
-def _obj(value: Any) -> dict[str, Any]:
+def as_object(value: Any) -> dict[str, Any]:
+    """``value`` if it is an object, else an empty one: manifests are user input of any shape."""
     return value if isinstance(value, dict) else {}
 
 
@@ -47,7 +48,7 @@ def to_v2beta1(doc: dict[str, Any]) -> Conversion:
     if doc["apiVersion"] == V2BETA1:
         return Conversion(copy.deepcopy(doc))
     notes: list[str] = []
-    spec = _obj(doc.get("spec"))
+    spec = as_object(doc.get("spec"))
     out_spec: dict[str, Any] = {}
     if "slotsPerWorker" in spec:
         out_spec["slotsPerWorker"] = spec["slotsPerWorker"]
@@ -85,7 +86,7 @@ def _check_mpijob(doc: Any, versions: tuple[str, ...]) -> None:
 
 
 def _metadata(doc: dict[str, Any], notes: list[str]) -> dict[str, Any]:
-    metadata = _obj(doc.get("metadata"))
+    metadata = as_object(doc.get("metadata"))
     dropped = sorted(k for k in metadata if k not in _KEPT_METADATA)
     if dropped:
         notes.append(f"metadata: {', '.join(dropped)} dropped (set by the apiserver for the old object)")
@@ -96,7 +97,7 @@ def _metadata(doc: dict[str, Any], notes: list[str]) -> dict[str, Any]:
 
 def _run_policy(spec: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     """runPolicy wins over the older spec-level fields, as the v1 types documented."""
-    source = _obj(spec.get("runPolicy"))
+    source = as_object(spec.get("runPolicy"))
     policy = {k: copy.deepcopy(source[k]) for k in _RUN_POLICY if k in source}
     for key in ("cleanPodPolicy", "backoffLimit", "activeDeadlineSeconds"):
         if key in spec and key in policy and spec[key] != policy[key]:
@@ -143,7 +144,7 @@ def _implementation(spec: dict[str, Any], notes: list[str]) -> str | None:
 
 
 def _replica_specs(spec: dict[str, Any], notes: list[str]) -> dict[str, Any]:
-    source = _obj(spec.get("mpiReplicaSpecs"))
+    source = as_object(spec.get("mpiReplicaSpecs"))
     out: dict[str, Any] = {}
     for kind, replica in source.items():
         if kind not in _RESTART or not isinstance(replica, dict):
@@ -169,9 +170,12 @@ def _main_container_first(main: Any, specs: dict[str, Any], notes: list[str]) ->
     """v2beta1 has no mainContainer: the launcher's first container is the MPI one."""
     if not main:
         return
-    containers = _obj(_obj(_obj(specs.get("Launcher")).get("template")).get("spec")).get("containers")
-    names = [c.get("name") if isinstance(c, dict) else None for c in containers or []]
-    if isinstance(containers, list) and main in names and names[0] != main:
+    template = as_object(as_object(specs.get("Launcher")).get("template"))
+    containers = as_object(template.get("spec")).get("containers")
+    if not isinstance(containers, list):
+        containers = []
+    names = [c.get("name") if isinstance(c, dict) else None for c in containers]
+    if main in names and names[0] != main:
         containers.insert(0, containers.pop(names.index(main)))
         notes.append(f"spec.mainContainer: dropped; container {main!r} moved first in the launcher")
     else:

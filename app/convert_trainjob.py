@@ -11,7 +11,10 @@ from __future__ import annotations
 import copy
 from typing import Any
 
-from app.convert import TRAINJOB_API_VERSION, Conversion, to_v2beta1
+from pydantic import ValidationError
+
+from app.api.types import MPIJob
+from app.convert import TRAINJOB_API_VERSION, Conversion, ConvertError, as_object, to_v2beta1
 
 POD_OVERRIDES = (
     "serviceAccountName", "nodeSelector", "affinity", "tolerations", "volumes", "schedulingGates",
@@ -29,9 +32,15 @@ _RUN_POLICY_WHY = {
 def to_trainjob(doc: dict[str, Any], runtime: str) -> Conversion:
     base = to_v2beta1(doc)
     job, notes = base.obj, base.notes
-    spec = job.get("spec") or {}
-    specs = spec.get("mpiReplicaSpecs") or {}
-    launcher, worker = specs.get("Launcher") or {}, specs.get("Worker") or {}
+    try:
+        MPIJob.model_validate(job)  # the shape is an MPIJob's: numbers are numbers, specs are objects
+    except ValidationError as err:
+        first = err.errors()[0]
+        where = ".".join(str(part) for part in first["loc"])
+        raise ConvertError(f"not a valid MPIJob ({where}: {first['msg']})") from None
+    spec = as_object(job.get("spec"))
+    specs = as_object(spec.get("mpiReplicaSpecs"))
+    launcher, worker = as_object(specs.get("Launcher")), as_object(specs.get("Worker"))
     main = _first_container(launcher)
     trainer = _trainer(spec, main, _first_container(worker), worker, notes)
     train_spec: dict[str, Any] = {
@@ -45,21 +54,20 @@ def to_trainjob(doc: dict[str, Any], runtime: str) -> Conversion:
             "podTemplateOverrides: they target the runtime's replicated jobs 'launcher' and 'node'; rename"
             " them if your runtime calls its jobs otherwise"
         )
-    run_policy = spec.get("runPolicy") or {}
+    run_policy = as_object(spec.get("runPolicy"))
     if run_policy.get("suspend") is not None:
         train_spec["suspend"] = run_policy["suspend"]
     if run_policy.get("managedBy"):
         train_spec["managedBy"] = run_policy["managedBy"]
     _differences(spec, launcher, worker, notes)
-    metadata = {k: v for k, v in (job.get("metadata") or {}).items() if k != "generateName"}
+    metadata = {k: v for k, v in as_object(job.get("metadata")).items() if k != "generateName"}
     obj = {"apiVersion": TRAINJOB_API_VERSION, "kind": "TrainJob", "metadata": metadata, "spec": train_spec}
     return Conversion(obj, notes)
 
 
 def _first_container(replica: dict[str, Any]) -> dict[str, Any]:
-    containers = ((replica.get("template") or {}).get("spec") or {}).get("containers") or [{}]
-    first = containers[0]
-    return first if isinstance(first, dict) else {}
+    containers = as_object(as_object(replica.get("template")).get("spec")).get("containers")
+    return as_object(containers[0]) if isinstance(containers, list) and containers else {}
 
 
 def _trainer(
@@ -86,12 +94,12 @@ def _trainer(
 
 
 def _override(target: str, replica: dict[str, Any]) -> dict[str, Any] | None:
-    template = replica.get("template") or {}
-    pod = template.get("spec") or {}
+    template = as_object(replica.get("template"))
+    pod = as_object(template.get("spec"))
     spec = {k: copy.deepcopy(pod[k]) for k in POD_OVERRIDES if pod.get(k)}
     meta = {
         k: copy.deepcopy(v)
-        for k, v in (template.get("metadata") or {}).items()
+        for k, v in as_object(template.get("metadata")).items()
         if k in ("labels", "annotations")
     }
     if not spec and not meta:
@@ -110,7 +118,7 @@ def _differences(
     implementation = spec.get("mpiImplementation", "OpenMPI")
     if implementation != "OpenMPI":
         notes.append(f"spec.mpiImplementation: {implementation}: Trainer's MPI runtime supports OpenMPI only")
-    for key, value in (spec.get("runPolicy") or {}).items():
+    for key, value in as_object(spec.get("runPolicy")).items():
         if key in _RUN_POLICY_WHY and value is not None:
             notes.append(f"spec.runPolicy.{key}: not carried over: {_RUN_POLICY_WHY[key]}")
     if spec.get("launcherCreationPolicy") == "WaitForWorkersReady":
@@ -129,8 +137,9 @@ def _differences(
 
 
 def _container_differences(kind: str, replica: dict[str, Any], notes: list[str]) -> None:
-    pod = (replica.get("template") or {}).get("spec") or {}
-    containers = [c for c in pod.get("containers") or [] if isinstance(c, dict)]
+    pod = as_object(as_object(replica.get("template")).get("spec"))
+    raw = pod.get("containers")
+    containers = [c for c in raw if isinstance(c, dict)] if isinstance(raw, list) else []
     for index, container in enumerate(containers):
         where = f"spec.mpiReplicaSpecs.{kind}.template.spec.containers[{index}]"
         if index > 0:

@@ -299,3 +299,38 @@ def test_lint_lists_its_rules() -> None:
     done = mpijob("lint", "--list-rules")
     assert done.returncode == 0
     assert "np-mismatch" in done.stdout and "gpu-slots-mismatch" in done.stdout
+
+
+HOSTILE = {
+    "a list": "[]",
+    "a string": '"str"',
+    "kind only": "kind: MPIJob",
+    "spec a string": "kind: MPIJob\napiVersion: kubeflow.org/v2beta1\nspec: x",
+    "wrong shapes everywhere": (
+        "kind: MPIJob\napiVersion: kubeflow.org/v2beta1\n"
+        "metadata: {name: a, annotations: {mpijob-lint/ignore: 5}}\n"
+        "spec: {slotsPerWorker: x, mpiReplicaSpecs: {Launcher: {template: {spec: {containers: 5}}},"
+        " Worker: {replicas: two, template: {spec: {hostNetwork: true, affinity: 5, containers:"
+        " [{name: w, resources: {limits: [1]}, env: 5, command: {a: 1}}]}}}}}"
+    ),
+    "odd values in a valid shape": (
+        "kind: MPIJob\napiVersion: kubeflow.org/v2beta1\nmetadata: {name: a}\n"
+        "spec: {mpiReplicaSpecs: {Launcher: {template: {spec: {containers: [{name: l, command: [sh, -c],"
+        " args: [5]}]}}}, Worker: {replicas: 2, template: {spec: {topologySpreadConstraints: [5],"
+        " hostNetwork: true, containers: [{name: w, env: [5, {name: 5}], resources: {limits:"
+        " {nvidia.com/gpu: 1.5}}}]}}}}}"
+    ),
+    "old version, wrong shapes": (
+        "kind: MPIJob\napiVersion: kubeflow.org/v1\n"
+        "spec: {mpiReplicaSpecs: {Launcher: {restartPolicy: Always, template: {spec: {containers: 3}}}},"
+        " runPolicy: {schedulingPolicy: 3}, mainContainer: x, mpiDistribution: 5}"
+    ),
+}
+
+
+@pytest.mark.parametrize("command", [["render"], ["lint"], ["convert"], ["convert", "--to", "trainjob"]])
+@pytest.mark.parametrize("text", HOSTILE.values(), ids=HOSTILE.keys())
+def test_hostile_input_gets_an_answer_not_an_internal_error(command: list[str], text: str) -> None:
+    done = mpijob(*command, "-", stdin=text)
+    assert done.returncode in (0, 1, 2), done.stderr
+    assert "internal error" not in done.stderr

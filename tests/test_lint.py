@@ -273,3 +273,46 @@ def test_what_the_crd_rejects_is_an_error_with_the_same_message(job: Job, expect
 
 def test_the_table_is_the_crd_tests_table() -> None:
     assert test_crd.pi is pi
+
+
+# --- robustness: lint runs inside every sync, so no shape of pod template may crash it ----------------------
+
+JUNK = [None, 5, 1.5, "x", True, [], {}, [5], ["x"], {"a": 5}, [{"a": None}]]
+
+
+def _paths(node: Any, prefix: tuple[Any, ...] = ()) -> list[tuple[Any, ...]]:
+    found = [prefix] if prefix else []
+    if isinstance(node, dict):
+        for key, value in node.items():
+            found += _paths(value, (*prefix, key))
+    elif isinstance(node, list):
+        for index, value in enumerate(node):
+            found += _paths(value, (*prefix, index))
+    return found
+
+
+def _replaced(job: Job, path: tuple[Any, ...], value: Any) -> Job:
+    job = copy.deepcopy(job)
+    node: Any = job
+    for key in path[:-1]:
+        node = node[key]
+    node[path[-1]] = copy.deepcopy(value)
+    return job
+
+
+def test_no_template_shape_crashes_lint() -> None:
+    """Every node of rich templates replaced by every kind of junk: lint answers (findings), never raises."""
+    base = CASES[Rule.HOSTNETWORK_PORT_CLASH][1]()
+    base = _replaced(base, ("spec", "runLauncherAsWorker"), True)
+    launcher = base["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]
+    launcher["spec"]["hostNetwork"] = True
+    launcher["spec"]["containers"][0]["env"] = [{"name": "OMPI_MCA_orte_x", "value": "1"}]
+    launcher["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": 1}}
+    templates = ("spec", "mpiReplicaSpecs")
+    paths = [p for p in _paths(base) if p[:2] == templates and len(p) > 4]
+    assert len(paths) > 40
+    for path in paths:
+        for junk in JUNK:
+            job = _replaced(base, path, junk)
+            lint(MPIJob.model_validate(job), job)
+            lint_manifest(job)

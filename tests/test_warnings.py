@@ -12,6 +12,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+import pytest
 import yaml
 
 from app.api.types import JobStatus
@@ -99,3 +100,17 @@ def test_state_is_never_the_warning_in_any_golden_status() -> None:
     for status in statuses:
         assert status["conditions"][-1]["type"] != WARNING
         assert all(c["type"] != WARNING for c in status["conditions"][1:])
+
+
+def test_a_lint_failure_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
+    from app.api.types import MPIJob
+    from app.core import warnings
+
+    def broken(*_: Any) -> list[Any]:
+        raise KeyError("bug")
+
+    monkeypatch.setattr(warnings, "lint", broken)
+    job = mpijob("pi").build()
+    assert lint_message(MPIJob.model_validate(job), job) == (
+        "mpijob lint could not check this job (KeyError); please report it"
+    )

@@ -190,7 +190,9 @@ def _np_mismatch(job: MPIJob) -> Iterator[Finding]:
 def _gpus(containers: list[dict[str, Any]]) -> int:
     total = 0
     for container in containers:
-        resources = container.get("resources") or {}
+        resources = container.get("resources")
+        if not isinstance(resources, Mapping):
+            continue
         amounts = resources.get("limits") or resources.get("requests") or {}
         for name, value in amounts.items() if isinstance(amounts, Mapping) else ():
             if _GPU_RESOURCE.search(str(name)):
@@ -283,7 +285,7 @@ def _launcher_command(job: MPIJob) -> Iterator[Finding]:
         )
         severity = Severity.INFO
     else:
-        words = " ".join(str(w) for w in [*(first.get("command") or []), *(first.get("args") or [])])
+        words = " ".join([*cmd.strings(first.get("command")), *cmd.strings(first.get("args"))])
         message = (
             f"the launcher runs {words[:80]!r}, which is neither mpirun, mpiexec, horovodrun nor a"
             " shell running one: the workers' ranks are never started"

@@ -26,10 +26,14 @@ class Launch:
     field: str  # "command" or "args": where the launcher word sits
 
 
+def strings(value: Any) -> list[str]:
+    """A list of words as written, or none if it is not a list (files are user input of any shape)."""
+    return [str(w) for w in value if w is not None] if isinstance(value, list) else []
+
+
 def _words(container: Mapping[str, Any]) -> tuple[list[str], int]:
     """command + args as strings, and how many of them came from ``command``."""
-    command = [str(w) for w in container.get("command") or [] if w is not None]
-    args = [str(w) for w in container.get("args") or [] if w is not None]
+    command, args = strings(container.get("command")), strings(container.get("args"))
     return [*command, *args], len(command)
 
 
@@ -89,7 +93,8 @@ def _launch(program: str, words: list[str], start: int, from_command: int) -> La
 
 def mca_settings(container: Mapping[str, Any]) -> Iterator[tuple[str, str]]:
     """MCA parameter names the container sets: env names (``env[i]``) and ``--mca`` / ``--prtemca``."""
-    for index, env in enumerate(container.get("env") or []):
+    env_list = container.get("env")
+    for index, env in enumerate(env_list if isinstance(env_list, list) else []):
         name = env.get("name") if isinstance(env, Mapping) else None
         if isinstance(name, str) and name.startswith(("OMPI_MCA_", "PRTE_MCA_")):
             yield name, f"env[{index}]"

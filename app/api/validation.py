@@ -161,7 +161,9 @@ def _validate_replica_spec(spec: Replica, path: str) -> list[FieldError]:
                 named_type=True,
             )
         )
-    containers = (spec.template.get("spec") or {}).get("containers") or []
+    pod = spec.template.get("spec")
+    # A pod spec of the wrong shape (only possible outside the CRD, e.g. `mpijob lint`) has no containers.
+    containers = pod.get("containers") if isinstance(pod, dict) else None
     if not containers:
         errors.append(
             FieldError(f"{path}.template.spec.containers", "Required", "must define at least one container")
