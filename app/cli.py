@@ -119,15 +119,33 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _dispatch(args: argparse.Namespace) -> int:
+    if args.command == "serve":
+        return _serve(args.host, args.port, args.workers)
     from app import cli_commands as commands
 
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
-        "serve": commands.serve,
         "render": commands.render,
         "lint": commands.lint,
         "convert": commands.convert,
     }
     return handlers[args.command](args)
+
+
+def _serve(host: str, port: int, workers: int) -> int:
+    import logging
+
+    import uvicorn
+
+    from app.settings import SettingsError, load_settings
+
+    try:
+        settings = load_settings()
+    except SettingsError as err:
+        print(f"mpijob: {err}", file=sys.stderr)
+        return 2
+    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+    uvicorn.run("app.main:app", host=host, port=port, workers=workers, log_level=settings.log_level.lower())
+    return 0
 
 
 if __name__ == "__main__":

@@ -1,4 +1,4 @@
-"""What each ``mpijob`` subcommand does, and how it prints: YAML to stdout, diagnostics to stderr.
+"""What ``mpijob render``, ``lint`` and ``convert`` do and print: YAML to stdout, the rest to stderr.
 
 ``render`` runs the hook's own ``sync`` on a first-sync request built from the file, so what it prints is what
 the hook would ask Metacontroller to create. ``lint`` prints ``app.api.lint`` findings with file and line;
@@ -47,27 +47,6 @@ def _mpijobs(documents: list[Document], source: str, verb: str) -> list[Document
     if not jobs:
         raise InputError(f"{source}: no MPIJob in it")
     return jobs
-
-
-# --- serve -----------------------------------------------------------------------------------------------
-
-
-def serve(args: argparse.Namespace) -> int:
-    import logging
-
-    import uvicorn
-
-    from app.settings import SettingsError, load_settings
-
-    try:
-        settings = load_settings()
-    except SettingsError as err:
-        _error(str(err))
-        return EXIT_UNUSABLE
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    uvicorn.run("app.main:app", host=args.host, port=args.port, workers=args.workers,
-                log_level=settings.log_level.lower())  # fmt: skip
-    return EXIT_OK
 
 
 # --- render ----------------------------------------------------------------------------------------------
