@@ -8,6 +8,7 @@ how to check fails the test.
 
 from __future__ import annotations
 
+import functools
 import json
 import os
 import re
@@ -24,6 +25,7 @@ import yaml
 
 from app.api.lint import Severity, lint_manifest
 from tests.kube_schema import schema_errors
+from tests.test_crd import CRD_FILE, _nodes, admission_errors
 
 ROOT = Path(__file__).resolve().parents[1]
 PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
@@ -187,6 +189,8 @@ def check_kubectl(argv: list[str], page: Page) -> None:
                 assert re.search(r"[?&]ref=v\d|/v\d+\.\d+", value), f"unpinned remote file {value}"
             else:
                 assert (page.directory / value).exists(), f"{value} does not exist"
+                if argv[1] == "apply":
+                    assert_admitted(page.directory / value)
         elif flag in ("-k", "--kustomize"):
             if "://" in value:
                 assert re.search(r"[?&]ref=v\d", value), f"unpinned remote kustomization {value}"
@@ -196,6 +200,25 @@ def check_kubectl(argv: list[str], page: Page) -> None:
                 assert built.returncode == 0, built.stderr[:300]
         elif flag in ("-p", "--patch"):
             json.loads(value)
+
+
+@functools.cache
+def _admission() -> tuple[dict[str, Any], dict[str, Any]]:
+    import cel
+
+    crd = yaml.safe_load(CRD_FILE.read_text())
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    rules = [r["rule"] for _, node, _ in _nodes(schema) for r in node.get("x-kubernetes-validations", [])]
+    return schema, {rule: cel.compile(rule) for rule in rules}
+
+
+def assert_admitted(path: Path) -> None:
+    """What `kubectl apply` of the file meets: our CRD's admission for MPIJobs, Kubernetes' schema else."""
+    for doc in yaml.safe_load_all(path.read_text()):
+        if isinstance(doc, dict) and doc.get("kind") == "MPIJob":
+            assert admission_errors(*_admission(), doc) == set(), f"{path.name}: rejected by the CRD"
+        elif isinstance(doc, dict):
+            assert schema_errors(doc) == [], f"{path.name}: {doc.get('kind')} fails Kubernetes' schema"
 
 
 def _flag_values(args: list[str]) -> list[tuple[str, str]]:
@@ -323,3 +346,10 @@ def test_an_unknown_tool_fails() -> None:
 
 def test_yaml_mpijobs_in_the_docs_are_found() -> None:
     assert len(_yaml_mpijobs()) >= 2
+
+
+def test_an_applied_file_the_crd_rejects_fails(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text((ROOT / "examples" / "pi" / "pi.yaml").read_text().replace("replicas: 2", "replicas: 0"))
+    with pytest.raises(AssertionError, match="rejected by the CRD"):
+        check_kubectl(["kubectl", "apply", "-f", "bad.yaml"], Page(tmp_path))
