@@ -134,6 +134,8 @@ CASES: dict[str, tuple[Callable[[], Job], Callable[[], Job]]] = {
             (f"{WORKER}.template.spec.topologySpreadConstraints", SPREAD),
         ),
     ),
+    Rule.SSH_PATH_FOR_NON_ROOT: (edit(("spec.sshAuthMountPath", None)),
+                                 edit(("spec.sshAuthMountPath", "/home/mpiuser/.ssh"))),
 }
 
 
@@ -316,3 +318,15 @@ def test_no_template_shape_crashes_lint() -> None:
             job = _replaced(base, path, junk)
             lint(MPIJob.model_validate(job), job)
             lint_manifest(job)
+
+
+def test_a_root_user_needs_no_other_ssh_path() -> None:
+    job = edit(
+        ("spec.sshAuthMountPath", None),
+        (f"{LC}.securityContext", {"runAsUser": 0}),
+        (f"{WC}.securityContext", {}),
+        (f"{WORKER}.template.spec.securityContext", {"runAsUser": 0}),
+    )()
+    assert Rule.SSH_PATH_FOR_NON_ROOT not in rules(job)
+    job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["securityContext"] = {"runAsUser": 1000}
+    assert Rule.SSH_PATH_FOR_NON_ROOT in rules(job)  # the pod's user counts when the container sets none

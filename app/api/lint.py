@@ -44,6 +44,7 @@ class Rule(StrEnum):
     LAUNCHER_COMMAND = "launcher-command"
     WORKER_COMMAND = "worker-command"
     HOSTNETWORK_PORT_CLASH = "hostnetwork-port-clash"
+    SSH_PATH_FOR_NON_ROOT = "ssh-path-for-non-root"
 
 
 RULES: dict[str, str] = {
@@ -61,6 +62,7 @@ RULES: dict[str, str] = {
     Rule.LAUNCHER_COMMAND: "the launcher runs neither mpirun, mpiexec nor horovodrun",
     Rule.WORKER_COMMAND: "a worker command that does not start sshd",
     Rule.HOSTNETWORK_PORT_CLASH: "hostNetwork pods that may share a node and clash on sshd's port",
+    Rule.SSH_PATH_FOR_NON_ROOT: "the SSH key goes to /root/.ssh but the containers run as another user",
 }
 
 LAUNCHER = f"spec.mpiReplicaSpecs.{ReplicaType.LAUNCHER.value}"
@@ -359,6 +361,34 @@ def _one_per_node(pod: Mapping[str, Any]) -> bool:
     )
 
 
+def _run_as_user(job: MPIJob, kind: ReplicaType, container: Mapping[str, Any]) -> int | None:
+    """The container's user id as written (container, else pod securityContext); None when unset."""
+    for context in (container.get("securityContext"), _pod_spec(job, kind).get("securityContext")):
+        user = context.get("runAsUser") if isinstance(context, Mapping) else None
+        if isinstance(user, int) and not isinstance(user, bool):
+            return user
+    return None
+
+
+def _ssh_path_for_non_root(job: MPIJob) -> Iterator[Finding]:
+    if job.spec.ssh_auth_mount_path not in (None, "", "/root/.ssh"):
+        return
+    for kind in ReplicaType:
+        for container in _containers(job, kind):
+            user = _run_as_user(job, kind, container)
+            if user is None or user == 0:
+                continue
+            yield Finding(
+                Rule.SSH_PATH_FOR_NON_ROOT,
+                Severity.WARNING,
+                "spec.sshAuthMountPath",
+                f"the SSH key is mounted at /root/.ssh (the default), but the {kind.value.lower()} runs as"
+                f" user {user}, whose ssh looks in its own ~/.ssh: 'Permission denied (publickey)'",
+                "set spec.sshAuthMountPath to that user's ~/.ssh, e.g. /home/mpiuser/.ssh",
+            )
+            return
+
+
 _CHECKS: tuple[Callable[[MPIJob], Iterator[Finding]], ...] = (
     _np_mismatch,
     _gpu_slots_mismatch,
@@ -368,4 +398,5 @@ _CHECKS: tuple[Callable[[MPIJob], Iterator[Finding]], ...] = (
     _launcher_command,
     _worker_command,
     _hostnetwork_port_clash,
+    _ssh_path_for_non_root,
 )
