@@ -330,3 +330,9 @@ def test_a_root_user_needs_no_other_ssh_path() -> None:
     assert Rule.SSH_PATH_FOR_NON_ROOT not in rules(job)
     job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["securityContext"] = {"runAsUser": 1000}
     assert Rule.SSH_PATH_FOR_NON_ROOT in rules(job)  # the pod's user counts when the container sets none
+
+
+def test_an_unknown_api_version_is_rejected() -> None:
+    [finding] = lint_manifest(edit(("apiVersion", "kubeflow.org/v3"))())
+    assert (finding.rule, finding.path) == (Rule.CRD_REJECTED, "apiVersion")
+    assert finding.message == 'no matches for kind "MPIJob" in version "kubeflow.org/v3"'

@@ -75,6 +75,9 @@ def lint_manifest(raw: Mapping[str, Any]) -> list[Finding]:
     api_version, kind = raw.get("apiVersion"), raw.get("kind")
     if kind == KIND and api_version in OLD_API_VERSIONS:
         return [_old_api_version(str(api_version))]
+    if api_version != API_VERSION:
+        message = f'no matches for kind "{KIND}" in version "{str(api_version)[:64]}"'
+        return [Finding(Rule.CRD_REJECTED, Severity.ERROR, "apiVersion", message, f"use {API_VERSION}")]
     try:
         job = MPIJob.model_validate(dict(raw))
     except ValidationError as err:
