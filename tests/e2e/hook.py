@@ -1,0 +1,88 @@
+"""Our hook as users run it: ``uvicorn app.main:app`` in its own process, configured by ``MPI_OPERATOR_*``.
+
+It listens on a fixed loopback port chosen once, so Metacontroller's hook URLs stay valid when a test kills
+the hook and starts it again. Its log (the hook logs ``event job=<ns>/<name> type=… reason=…`` for each
+event it would raise) is one file across restarts; tests read the events from it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.e2e.processes import Processes, Started, free_port, http_ok, wait_until_ready
+
+ROOT = Path(__file__).resolve().parents[2]
+EVENT = re.compile(
+    r"event job=(?P<job>\S+) type=(?P<type>\S+) reason=(?P<reason>\S+) message=(?P<message>.*)$"
+)
+
+
+@dataclass
+class Hook:
+    processes: Processes
+    workdir: Path
+    host: str = "127.0.0.1"
+    port: int = 0
+    started: Started | None = None
+
+    def __post_init__(self) -> None:
+        self.port = self.port or free_port()
+        self.seed_file = self.workdir / "ssh-key-seed"
+        self.seed_file.write_bytes(secrets.token_bytes(48))
+        self.seed_file.chmod(0o600)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def log(self) -> Path:
+        return self.workdir / "hook.log"
+
+    def start(self) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_")}
+        env.update(
+            MPI_OPERATOR_SSH_KEY_SEED_FILE=str(self.seed_file),
+            MPI_OPERATOR_CLUSTER_DOMAIN="cluster.local",
+            MPI_OPERATOR_LOG_LEVEL="INFO",
+            PYTHONUNBUFFERED="1",
+        )
+        argv = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "app.main:app",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--no-access-log",
+        ]
+        self.started = self.processes.start("hook", argv, env=env, cwd=ROOT)
+        wait_until_ready(self.started, http_ok(f"{self.url}/readyz"), 30, "the hook (uvicorn)")
+
+    def kill(self) -> None:
+        """SIGKILL, as when a node dies under the hook: no graceful shutdown."""
+        if self.started is not None:
+            self.processes.stop(self.started, signal.SIGKILL)
+            self.started = None
+
+    def stop(self) -> None:
+        if self.started is not None:
+            self.processes.stop(self.started)
+            self.started = None
+
+    def events(self, namespace: str, name: str) -> list[tuple[str, str, str]]:
+        """(type, reason, message) of every event the hook logged for this job, oldest first."""
+        found = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            match = EVENT.search(line)
+            if match and match["job"] == f"{namespace}/{name}":
+                found.append((match["type"], match["reason"], match["message"]))
+        return found
