@@ -15,6 +15,7 @@ that gets e2e tests starts its own control plane (free ports, own directories): 
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import uuid
@@ -56,6 +57,30 @@ class E2E:
             pytest.skip("restarting Metacontroller needs the control plane started by the tests")
         self.plane.stop_metacontroller()
         self.plane.start_metacontroller()
+
+    def writes(self, ns: str, name: str) -> list[tuple[str, str, str]] | None:
+        """(Creating/Updating/Deleting child, kind, child) Metacontroller logged for job ns/name, in order.
+
+        None against a given cluster: its Metacontroller's log is not ours to read.
+        """
+        if self.plane is None:
+            return None
+        found = []
+        for line in (self.workdir / "metacontroller.log").read_text(errors="replace").splitlines():
+            if not line.startswith("{"):
+                continue
+            entry = json.loads(line)
+            parent, child = entry.get("parent") or {}, entry.get("child") or {}
+            if child and parent.get("namespace") == ns and parent.get("name") == name:
+                found.append((entry["msg"], child["kind"], child["name"]))
+        return found
+
+    def hook_requests(self, hook: str = "sync") -> int:
+        """How many requests of this hook the hook process has answered (its own Prometheus counter)."""
+        text = httpx.get(f"{self.hook.url}/metrics", timeout=10).text
+        metric = rf'^mpi_operator_hook_requests_total{{hook="{hook}",outcome="[a-z_]+"}} (\S+)$'
+        pattern = re.compile(metric, re.M)
+        return int(sum(float(m[1]) for m in pattern.finditer(text)))
 
     def log_tails(self) -> str:
         parts = []

@@ -216,8 +216,6 @@ def _start_controller_manager(plane: ControlPlane) -> None:
         [
             str(plane.bin_dir / "kube-controller-manager"),
             f"--kubeconfig={plane.kubeconfig}",
-            f"--authentication-kubeconfig={plane.kubeconfig}",
-            f"--authorization-kubeconfig={plane.kubeconfig}",
             "--controllers=*",
             "--use-service-account-credentials=false",
             "--leader-elect=false",

@@ -79,10 +79,15 @@ class Hook:
             self.started = None
 
     def events(self, namespace: str, name: str) -> list[tuple[str, str, str]]:
-        """(type, reason, message) of every event the hook logged for this job, oldest first."""
-        found = []
+        """(type, reason, message) of the events the hook logged for this job, oldest first.
+
+        Repeats in a row are one: two syncs that read the parent from Metacontroller's informer cache before
+        the first one's status write arrived both see the same transition and both log it.
+        """
+        found: list[tuple[str, str, str]] = []
         for line in self.log.read_text(errors="replace").splitlines():
             match = EVENT.search(line)
-            if match and match["job"] == f"{namespace}/{name}":
+            event = (match["type"], match["reason"], match["message"]) if match else None
+            if match and match["job"] == f"{namespace}/{name}" and (not found or found[-1] != event):
                 found.append((match["type"], match["reason"], match["message"]))
         return found

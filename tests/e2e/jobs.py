@@ -168,3 +168,22 @@ def uids(kube: Kube, ns: str) -> dict[str, str]:
         for kind in CHILD_KINDS
         for o in owned(kube, ns, kind)
     }
+
+
+def start_running(kube: Kube, ns: str, name: str, workers: int = 2, **spec: Any) -> dict[str, Any]:
+    """Create a job, run its workers and launcher Pod (as kubelet), wait for Running; return the launcher."""
+    create(kube, ns, manifest(name, workers, **spec))
+    run_workers(kube, ns, name, workers)
+    launcher = run_pod(kube, wait_launcher_pod(kube, ns, name))
+    wait_condition(kube, ns, name, "Running")
+    return launcher
+
+
+def config(kube: Kube, ns: str, name: str) -> dict[str, str]:
+    found = kube.get("configmaps", ns, f"{name}-config")
+    assert found is not None, f"ConfigMap {name}-config missing"
+    return dict(found["data"])
+
+
+def host(ns: str, name: str, worker: int) -> str:
+    return f"{name}-worker-{worker}.{name}.{ns}.svc.cluster.local"
