@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import os
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -27,13 +28,14 @@ from typing import Any
 import httpx
 import pytest
 
+from tests.e2e import jobs
 from tests.e2e.controlplane import ControlPlane, find_binaries, metacontroller_crds, start_control_plane
 from tests.e2e.hook import Hook
 from tests.e2e.kube import Kube, wait_for
 from tests.e2e.processes import Processes, Started
 
 ROOT = Path(__file__).resolve().parents[2]
-CONTROLLER = "mpi-operator-hook"
+SETTLE_SECONDS = 2.0
 
 
 def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
@@ -51,6 +53,7 @@ class E2E:
     hook: Hook
     plane: ControlPlane | None
     workdir: Path
+    pokes: int = 0
 
     def restart_metacontroller(self) -> None:
         if self.plane is None:
@@ -75,12 +78,40 @@ class E2E:
                 found.append((entry["msg"], child["kind"], child["name"]))
         return found
 
-    def hook_requests(self, hook: str = "sync") -> int:
-        """How many requests of this hook the hook process has answered (its own Prometheus counter)."""
-        text = httpx.get(f"{self.hook.url}/metrics", timeout=10).text
-        metric = rf'^mpi_operator_hook_requests_total{{hook="{hook}",outcome="[a-z_]+"}} (\S+)$'
-        pattern = re.compile(metric, re.M)
-        return int(sum(float(m[1]) for m in pattern.finditer(text)))
+    def wait_sync(self, ns: str, name: str, before: int) -> int:
+        """Wait until the hook has answered more than ``before`` syncs of job ns/name; return the count."""
+        return wait_for(lambda: (n := self.hook.syncs(ns, name)) > before and n, 60, f"a sync of {ns}/{name}")
+
+    def poke(self, ns: str, name: str, resource: str = "mpijobs", obj: str | None = None) -> dict[str, Any]:
+        """Annotate the job (or one of its objects) and wait for the sync that follows; return the patched
+        object. Metacontroller syncs one job at a time, so after a poke every earlier sync's writes are done.
+        """
+        before = self.hook.syncs(ns, name)
+        self.pokes += 1
+        patch = {"metadata": {"annotations": {"e2e.example.com/poke": str(self.pokes)}}}
+        patched = self.kube.patch(resource, ns, obj or name, patch)
+        self.wait_sync(ns, name, before)
+        return patched
+
+    def settle(self, ns: str, pokes: dict[str, str]) -> dict[str, str]:
+        """Poke each job through one of its workers until no resourceVersion has changed for SETTLE_SECONDS
+        (the Job controller writes a Job's status up to a second after its Pods change); return them.
+
+        ``pokes`` maps job name to the worker Pod to annotate (a child event: a sync of that job, and no
+        write to the MPIJob itself). The poked Pods are left out of the versions.
+        """
+        previous: dict[str, str] = {}
+        deadline = time.monotonic() + 60
+        stable_since = time.monotonic()
+        while time.monotonic() < deadline:
+            for name, pod in pokes.items():
+                self.poke(ns, name, "pods", pod)
+            current = jobs.versions(self.kube, ns, set(pokes.values()))
+            if current != previous:
+                previous, stable_since = current, time.monotonic()
+            elif time.monotonic() - stable_since >= SETTLE_SECONDS:
+                return current
+        raise AssertionError(f"{ns} never settled: {previous}")
 
     def log_tails(self) -> str:
         parts = []
@@ -186,7 +217,7 @@ def ns(e2e: E2E, request: pytest.FixtureRequest) -> Iterator[str]:
 
 
 @pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item, call: pytest.CallInfo[Any]) -> Iterator[None]:
+def pytest_runtest_makereport(item: pytest.Item) -> Iterator[None]:
     """On a failed e2e test, attach the tails of the hook's and Metacontroller's logs to the report."""
     outcome = yield
     report = outcome.get_result()

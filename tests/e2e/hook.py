@@ -18,6 +18,7 @@ from pathlib import Path
 from tests.e2e.processes import Processes, Started, free_port, http_ok, wait_until_ready
 
 ROOT = Path(__file__).resolve().parents[2]
+SYNC = re.compile(r"DEBUG mpi_operator_hook sync job=(?P<job>\S+) ")
 EVENT = re.compile(
     r"event job=(?P<job>\S+) type=(?P<type>\S+) reason=(?P<reason>\S+) message=(?P<message>.*)$"
 )
@@ -50,7 +51,7 @@ class Hook:
         env.update(
             MPI_OPERATOR_SSH_KEY_SEED_FILE=str(self.seed_file),
             MPI_OPERATOR_CLUSTER_DOMAIN="cluster.local",
-            MPI_OPERATOR_LOG_LEVEL="INFO",
+            MPI_OPERATOR_LOG_LEVEL="DEBUG",  # one line per sync: tests count them
             PYTHONUNBUFFERED="1",
         )
         argv = [
@@ -77,6 +78,11 @@ class Hook:
         if self.started is not None:
             self.processes.stop(self.started)
             self.started = None
+
+    def syncs(self, namespace: str, name: str) -> int:
+        """How many syncs of this job the hook has answered (all runs of the process)."""
+        text = self.log.read_text(errors="replace")
+        return sum(1 for m in SYNC.finditer(text) if m["job"] == f"{namespace}/{name}")
 
     def events(self, namespace: str, name: str) -> list[tuple[str, str, str]]:
         """(type, reason, message) of the events the hook logged for this job, oldest first.

@@ -187,3 +187,17 @@ def config(kube: Kube, ns: str, name: str) -> dict[str, str]:
 
 def host(ns: str, name: str, worker: int) -> str:
     return f"{name}-worker-{worker}.{name}.{ns}.svc.cluster.local"
+
+
+def versions(kube: Kube, ns: str, skip: set[str]) -> dict[str, str]:
+    """resourceVersion of every child (names in ``skip`` left out) and of every MPIJob in the namespace."""
+    found = {
+        f"{kind}/{o['metadata']['name']}": o["metadata"]["resourceVersion"]
+        for kind in CHILD_KINDS
+        for o in owned(kube, ns, kind)
+        if o["metadata"]["name"] not in skip
+    }
+    found |= {
+        f"mpijobs/{j['metadata']['name']}": j["metadata"]["resourceVersion"] for j in kube.list("mpijobs", ns)
+    }
+    return found

@@ -138,9 +138,8 @@ def test_wait_for_workers_ready(e2e: E2E, ns: str) -> None:
     run_pod(kube, workers[1], ready=False)
     # Both Running, one not Ready: still no launcher. Prove the hook saw it (a sync after the patches) first.
     jobs.wait_condition(kube, ns, name, "Created")
-    before = e2e.hook_requests()
-    kube.patch("mpijobs", ns, name, {"metadata": {"annotations": {"e2e/poke": "1"}}})
-    wait_for(lambda: e2e.hook_requests() > before, jobs.WAIT, "a sync after the poke")
+    e2e.poke(ns, name)
+    e2e.poke(ns, name)
     assert kube.get("jobs", ns, f"{name}-launcher") is None
     run_pod(kube, workers[1])
     wait_for(
