@@ -13,7 +13,7 @@ from tests.e2e.kube import finish_pod
 SYNCS = 5
 
 
-def test_settled_jobs_cause_no_writes(e2e: E2E, ns: str, capsys: Any) -> None:
+def test_settled_jobs_cause_no_writes(e2e: E2E, ns: str, record_property: Any) -> None:
     kube = e2e.kube
     jobs.start_running(kube, ns, "running")
     finish_pod(kube, jobs.start_running(kube, ns, "finished", runPolicy={"cleanPodPolicy": "None"}), 0)
@@ -28,10 +28,10 @@ def test_settled_jobs_cause_no_writes(e2e: E2E, ns: str, capsys: Any) -> None:
     after = jobs.versions(kube, ns, set(pods.values()))
     counted = {name: e2e.hook.syncs(ns, name) - syncs[name] for name in pods}
     changed = {k: (settled[k], after.get(k)) for k in settled if settled[k] != after.get(k)}
-    with capsys.disabled():
-        print(
-            f"\nsteady state: syncs {counted}, objects watched {len(settled)}, resourceVersions changed "
-            f"{len(changed)}"
-        )
+    record_property(
+        "e2e_summary",
+        f"steady state: syncs per job {counted}, objects watched {len(settled)}, "
+        f"resourceVersions changed {len(changed)}",
+    )
     assert all(n >= SYNCS for n in counted.values())
     assert changed == {}
