@@ -8,11 +8,16 @@ from typing import Any
 from tests.e2e.kube import Kube, run_pod, wait_for
 
 WAIT = 60.0  # a sync round trip is well under a second; this bounds a stuck scenario
+NO_KUBELET = {"name": "e2e.example.com/no-kubelet"}
 CHILD_KINDS = ("pods", "jobs", "services", "secrets", "configmaps")
 
 
 def manifest(name: str, workers: int = 2, **spec: Any) -> dict[str, Any]:
-    """A small MPIJob (images never run: there is no kubelet); ``spec`` keys override the defaults."""
+    """A small MPIJob whose Pods never run; ``spec`` keys override the defaults.
+
+    The scheduling gate keeps a real scheduler and kubelet (a kind cluster) away from the Pods, so the status
+    the tests write as kubelet stays theirs; the control plane started by the tests has neither anyway.
+    """
     base: dict[str, Any] = {
         "apiVersion": "kubeflow.org/v2beta1",
         "kind": "MPIJob",
@@ -26,13 +31,14 @@ def manifest(name: str, workers: int = 2, **spec: Any) -> dict[str, Any]:
                     "replicas": 1,
                     "template": {
                         "spec": {
+                            "schedulingGates": [NO_KUBELET],
                             "containers": [
                                 {
                                     "name": "launcher",
                                     "image": "mpioperator/mpi-pi:openmpi",
                                     "command": ["mpirun", "-n", str(workers), "/home/mpiuser/pi"],
                                 }
-                            ]
+                            ],
                         }
                     },
                 },
@@ -40,13 +46,14 @@ def manifest(name: str, workers: int = 2, **spec: Any) -> dict[str, Any]:
                     "replicas": workers,
                     "template": {
                         "spec": {
+                            "schedulingGates": [NO_KUBELET],
                             "containers": [
                                 {
                                     "name": "worker",
                                     "image": "mpioperator/mpi-pi:openmpi",
                                     "resources": {"limits": {"cpu": "1", "memory": "1Gi"}},
                                 }
-                            ]
+                            ],
                         }
                     },
                 },
