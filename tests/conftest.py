@@ -35,3 +35,15 @@ def settings() -> Settings:
 @pytest.fixture
 def keys() -> SeededKeys:
     return SeededKeys(TEST_SEED)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print what the e2e tests measured (``e2e_summary`` properties of tests/e2e).
+
+    Here, not in tests/e2e/conftest.py: under xdist the controller loads only this conftest.
+    """
+    for status in ("passed", "failed"):
+        for report in terminalreporter.getreports(status):
+            for key, value in getattr(report, "user_properties", []):
+                if key == "e2e_summary":
+                    terminalreporter.write_line(f"e2e: {value}")

@@ -224,12 +224,3 @@ def pytest_runtest_makereport(item: pytest.Item) -> Iterator[None]:
     fixture = getattr(item, "funcargs", {}).get("e2e")
     if report.failed and isinstance(fixture, E2E):
         report.sections.append(("e2e logs", fixture.log_tails()))
-
-
-def pytest_terminal_summary(terminalreporter: Any) -> None:
-    """Print what the e2e tests measured (``e2e_summary`` properties), also from xdist workers."""
-    for status in ("passed", "failed"):
-        for report in terminalreporter.getreports(status):
-            for key, value in getattr(report, "user_properties", []):
-                if key == "e2e_summary":
-                    terminalreporter.write_line(f"e2e: {value}")

@@ -37,10 +37,11 @@ def test_suspend_then_resume_with_template_edits(e2e: E2E, ns: str) -> None:
     job = jobs.wait_condition(kube, ns, name, "Suspended")
     assert jobs.condition_status(job) == {"Created": "True", "Running": "False", "Suspended": "True"}
     assert jobs.conditions(job)["Running"]["reason"] == "MPIJobSuspended"
-    jobs.wait_children(
-        kube,
-        ns,
-        {**jobs.expected_children(name, 0, launcher=False), "pods": _lingering_launcher_pods(kube, ns, name)},
+    want = jobs.expected_children(name, 0, launcher=False)
+    wait_for(
+        lambda: _without_launcher_pods(kube, ns, name) == want,
+        jobs.WAIT,
+        lambda: f"suspended children {want}, have {_without_launcher_pods(kube, ns, name)}",
     )
     wait_for(
         lambda: jobs.get(kube, ns, name)["status"]["replicaStatuses"] == {"Launcher": {}, "Worker": {}},
@@ -82,9 +83,11 @@ def test_suspend_then_resume_with_template_edits(e2e: E2E, ns: str) -> None:
     assert reasons == ["MPIJobCreated", "MPIJobSuspended", "MPIJobResumed"]
 
 
-def _lingering_launcher_pods(kube: Kube, ns: str, name: str) -> set[str]:
-    """Launcher Pods of a deleted Job wait for the garbage collector; they are not ours to delete."""
-    return {p["metadata"]["name"] for p in jobs.launcher_pods(kube, ns, name)}
+def _without_launcher_pods(kube: Kube, ns: str, name: str) -> dict[str, set[str]]:
+    """The children, less launcher Pods: those of a deleted Job wait for the garbage collector."""
+    found = jobs.children(kube, ns)
+    found["pods"] -= {p["metadata"]["name"] for p in jobs.launcher_pods(kube, ns, name)}
+    return found
 
 
 def _relaxed_crd(kube: Kube) -> Iterator[None]:
