@@ -8,9 +8,9 @@ Cluster, in this order of preference:
     started here.
   - neither: every e2e test is skipped with the reason.
 
-Parallel runs: every e2e test carries ``xdist_group("e2e")`` and ``./scripts/test`` passes
-``--dist loadgroup``, so one xdist worker runs them all against one control plane. Without it, each worker
-that gets e2e tests starts its own control plane (free ports, own directories): slower, still correct.
+Parallel runs (``-n 2``): ``pytest_xdist_make_scheduler`` in tests/conftest.py puts every e2e test in one
+work unit, so one xdist worker runs them all against one control plane. Should they ever be split, each
+worker starts its own control plane (free ports, own directories): slower, still correct.
 """
 
 from __future__ import annotations
@@ -36,13 +36,6 @@ from tests.e2e.processes import Processes, Started
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTLE_SECONDS = 2.0
-
-
-def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
-    here = Path(__file__).parent
-    for item in items:
-        if here in Path(str(item.fspath)).parents:
-            item.add_marker(pytest.mark.xdist_group("e2e"))
 
 
 @dataclass
