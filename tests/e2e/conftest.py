@@ -47,6 +47,8 @@ class E2E:
     plane: ControlPlane | None
     workdir: Path
     pokes: int = 0
+    # Substrings of Metacontroller sync errors the current test provokes on purpose.
+    expected_errors: tuple[str, ...] = ()
 
     def restart_metacontroller(self) -> None:
         if self.plane is None:
@@ -70,6 +72,17 @@ class E2E:
             if child and parent.get("namespace") == ns and parent.get("name") == name:
                 found.append((entry["msg"], child["kind"], child["name"]))
         return found
+
+    def sync_errors(self, ns: str, name: str = "") -> list[str]:
+        """Failed syncs Metacontroller logged for jobs in ``ns`` (or job ``name``); [] for a given cluster."""
+        if self.plane is None:
+            return []
+        prefix = f"failed to sync MPIJob '{ns}/{name}" + ("'" if name else "")
+        errors = []
+        for line in (self.workdir / "metacontroller.log").read_text(errors="replace").splitlines():
+            if line.startswith("{") and prefix in line:
+                errors.append(str(json.loads(line).get("error", "")))
+        return errors
 
     def wait_sync(self, ns: str, name: str, before: int) -> int:
         """Wait until the hook has answered more than ``before`` syncs of job ns/name; return the count."""
@@ -201,12 +214,16 @@ def e2e(tmp_path_factory: pytest.TempPathFactory) -> Iterator[E2E]:
 
 @pytest.fixture
 def ns(e2e: E2E, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh namespace per test (deleted afterwards, without waiting)."""
+    """A fresh namespace per test (deleted afterwards, without waiting). Afterwards, Metacontroller must
+    have logged no failed sync in it, unless the test expected that error (``e2e.expected_errors``)."""
     short = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
     name = f"{short}-{uuid.uuid4().hex[:5]}"
     e2e.kube.create("namespaces", None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    e2e.expected_errors = ()
     yield name
+    unexpected = [e for e in e2e.sync_errors(name) if not any(x in e for x in e2e.expected_errors)]
     e2e.kube.delete("namespaces", None, name)
+    assert unexpected == [], f"Metacontroller failed syncs in {name}"
 
 
 @pytest.hookimpl(hookwrapper=True)

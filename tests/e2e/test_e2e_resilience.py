@@ -9,18 +9,13 @@ from tests.e2e.conftest import E2E
 from tests.e2e.kube import finish_pod, run_pod, wait_for
 
 
-def _sync_errors(e2e: E2E, ns: str, name: str) -> int:
-    """Failed syncs Metacontroller logged for this job (e.g. hook unreachable)."""
-    log = (e2e.workdir / "metacontroller.log").read_text(errors="replace")
-    return sum(f"failed to sync MPIJob '{ns}/{name}'" in line for line in log.splitlines())
-
-
 def test_hook_killed_mid_job_and_restarted(e2e: E2E, ns: str) -> None:
     kube, name = e2e.kube, "hook-down"
     launcher = jobs.start_running(kube, ns, name, runPolicy={"cleanPodPolicy": "None"})
     before = jobs.uids(kube, ns)
     writes_before = len(e2e.writes(ns, name) or [])
 
+    e2e.expected_errors = ("connect: connection refused",)
     e2e.hook.kill()
     try:
         finish_pod(kube, launcher, 0)  # the launcher finishes while the hook is down
@@ -35,7 +30,7 @@ def test_hook_killed_mid_job_and_restarted(e2e: E2E, ns: str) -> None:
             "the Job controller to complete the Job",
         )
         if e2e.plane is not None:
-            wait_for(lambda: _sync_errors(e2e, ns, name), jobs.WAIT, "Metacontroller to fail a sync")
+            wait_for(lambda: e2e.sync_errors(ns, name), jobs.WAIT, "Metacontroller to fail a sync")
         assert jobs.conditions(jobs.get(kube, ns, name))["Running"]["status"] == "True"
     finally:
         e2e.hook.start()
