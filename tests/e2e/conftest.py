@@ -46,6 +46,8 @@ class E2E:
     hook: Hook
     plane: ControlPlane | None
     workdir: Path
+    # The CompositeController as installed: `kubectl kustomize` of the overlay.
+    installed_controller: str = ""
     pokes: int = 0
     # Substrings of Metacontroller sync errors the current test provokes on purpose.
     expected_errors: tuple[str, ...] = ()
@@ -162,7 +164,11 @@ def _install_crd(kube: Kube) -> None:
 
 
 def _own_control_plane(workdir: Path, bin_dir: Path) -> tuple[Kube, ControlPlane]:
-    plane = start_control_plane(bin_dir, workdir)
+    try:
+        plane = start_control_plane(bin_dir, workdir / "plane")
+    except RuntimeError:
+        # A free port taken by someone else between our probe and the server's bind: once more, new ports.
+        plane = start_control_plane(bin_dir, workdir / "plane-retry")
     client = httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=30)
     kube = Kube(client, plane.kubeconfig)
     crds = metacontroller_crds(bin_dir)
@@ -201,13 +207,14 @@ def e2e(tmp_path_factory: pytest.TempPathFactory) -> Iterator[E2E]:
             assert bin_dir is not None
             kube, plane = _own_control_plane(workdir, bin_dir)
             processes = plane.processes
+            workdir = plane.workdir  # where every process's log is
         hook = Hook(processes, workdir, host=os.environ.get("MPI_HOOK_E2E_HOOK_HOST", "127.0.0.1"))
         hook.start()
         _install_crd(kube)
-        install_overlay(kube, workdir, hook.url)
+        installed = install_overlay(kube, workdir, hook.url)
         if plane is not None:
             plane.start_metacontroller()
-        yield E2E(kube, hook, plane, workdir)
+        yield E2E(kube, hook, plane, workdir, installed_controller=installed)
     finally:
         processes.stop_all()
 

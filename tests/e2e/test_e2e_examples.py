@@ -50,3 +50,21 @@ def test_examples_apply_unchanged_and_start(e2e: E2E, ns: str) -> None:
     }
     wide = kube.kubectl("get", "mpijob", "-n", ns, "-o", "wide").stdout.splitlines()
     assert re.split(r"\s+", wide[0].strip()) == ["NAME", "WORKERS", "SLOTS", "IMPL", "STATE", "AGE"]
+
+
+def test_installed_controller_is_ours_but_for_the_hook_urls(e2e: E2E) -> None:
+    """The overlay changes exactly the two hook URLs of metacontroller/; the cluster has that object."""
+    base = yaml.safe_load(e2e.kube.kubectl("kustomize", str(ROOT / "metacontroller")).stdout)
+    installed = yaml.safe_load(e2e.installed_controller)
+    hooks = installed["spec"]["hooks"]
+    assert (hooks["sync"]["webhook"]["url"], hooks["customize"]["webhook"]["url"]) == (
+        f"{e2e.hook.url}/sync",
+        f"{e2e.hook.url}/customize",
+    )
+    for name in ("sync", "customize"):
+        hooks[name]["webhook"]["url"] = base["spec"]["hooks"][name]["webhook"]["url"]
+    assert installed == base
+    live = e2e.kube.get("compositecontrollers", None, "mpi-operator-hook")
+    assert live is not None
+    assert live["spec"]["hooks"]["sync"]["webhook"]["url"] == f"{e2e.hook.url}/sync"
+    assert live["spec"]["childResources"] == base["spec"]["childResources"]
