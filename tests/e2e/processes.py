@@ -2,17 +2,21 @@
 
 Every process gets its own session (``start_new_session``) and a log file; stopping sends SIGTERM to that PID,
 waits, then SIGKILL. ``Processes.stop_all`` runs in reverse start order and also from ``atexit``, so a failed
-start-up or an interrupted run leaves nothing behind.
+start-up or an interrupted run leaves nothing behind; on Linux each child also gets SIGTERM should the test
+process itself be killed.
 """
 
 from __future__ import annotations
 
 import atexit
+import contextlib
+import ctypes
 import os
 import signal
 import socket
 import ssl
 import subprocess
+import sys
 import time
 import urllib.request
 from collections.abc import Callable, Sequence
@@ -20,6 +24,13 @@ from dataclasses import dataclass
 from pathlib import Path
 
 STOP_SECONDS = 10.0
+PR_SET_PDEATHSIG = 1
+
+
+def _die_with_parent() -> None:
+    """In the child before exec (Linux): SIGTERM when the test process dies, even by SIGKILL."""
+    with contextlib.suppress(OSError, AttributeError):
+        ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
 def free_port() -> int:
@@ -80,6 +91,7 @@ class Processes:
                 env=env,
                 cwd=cwd,
                 start_new_session=True,
+                preexec_fn=_die_with_parent if sys.platform == "linux" else None,
             )
         started = Started(name, process, log)
         self.started.append(started)
