@@ -89,10 +89,21 @@ def test_clean_pod_policies(e2e: E2E, ns: str) -> None:
     }
 
 
-def test_launcher_backoff_failure_reports_the_pods_reason(e2e: E2E, ns: str) -> None:
+def test_launcher_backoff_failure_reports_the_newest_pods_reason(e2e: E2E, ns: str) -> None:
+    """backoffLimit 1: two launcher Pods fail (the Job controller waits ~10 s before the second); the reason
+    and message of the newer one are appended to the Job's."""
     kube, name = e2e.kube, "backoff"
-    launcher = jobs.start_running(kube, ns, name, runPolicy={"backoffLimit": 0, "cleanPodPolicy": "None"})
-    finish_pod(kube, launcher, 1, "DeadlineExceeded", "Pod was active on the node longer than the deadline")
+    first = jobs.start_running(kube, ns, name, runPolicy={"backoffLimit": 1, "cleanPodPolicy": "None"})
+    finish_pod(kube, first, 137, "OOMKilled", "first launcher ran out of memory")
+    second = wait_for(
+        lambda: [
+            p for p in jobs.launcher_pods(kube, ns, name) if p["metadata"]["uid"] != first["metadata"]["uid"]
+        ],
+        jobs.WAIT,
+        "the Job controller's second launcher Pod",
+    )[0]
+    run_pod(kube, second)
+    finish_pod(kube, second, 1, "DeadlineExceeded", "Pod was active on the node longer than the deadline")
     job = jobs.wait_condition(kube, ns, name, "Failed")
     failed = jobs.conditions(job)["Failed"]
     assert failed["reason"] == "BackoffLimitExceeded/DeadlineExceeded"
@@ -100,7 +111,7 @@ def test_launcher_backoff_failure_reports_the_pods_reason(e2e: E2E, ns: str) -> 
         "Job has reached the specified backoff limit: Pod was active on the node longer than the deadline"
     )
     assert jobs.condition_status(job) == {"Created": "True", "Running": "False", "Failed": "True"}
-    assert job["status"]["replicaStatuses"]["Launcher"] == {"failed": 1}
+    assert job["status"]["replicaStatuses"]["Launcher"] == {"failed": 2}
     assert job["status"]["completionTime"]
     assert {p["metadata"]["name"] for p in jobs.worker_pods(kube, ns, name)} == {
         f"{name}-worker-0",
@@ -110,6 +121,27 @@ def test_launcher_backoff_failure_reports_the_pods_reason(e2e: E2E, ns: str) -> 
         ("Normal", "MPIJobCreated"),
         ("Warning", "BackoffLimitExceeded/DeadlineExceeded"),
     ]
+
+
+def test_active_deadline_fails_the_job(e2e: E2E, ns: str) -> None:
+    """runPolicy.activeDeadlineSeconds goes to the launcher Job; the Job controller enforces it."""
+    kube, name = e2e.kube, "deadline"
+    jobs.start_running(kube, ns, name, runPolicy={"activeDeadlineSeconds": 2, "cleanPodPolicy": "All"})
+    assert kube.get("jobs", ns, f"{name}-launcher")["spec"]["activeDeadlineSeconds"] == 2  # type: ignore[index]
+    job = jobs.wait_condition(kube, ns, name, "Failed")
+    failed = jobs.conditions(job)["Failed"]
+    assert (failed["reason"], failed["message"]) == (
+        "DeadlineExceeded",
+        "Job was active longer than specified deadline",
+    )
+    wait_for(
+        lambda: not jobs.worker_pods(kube, ns, name), jobs.WAIT, "cleanPodPolicy All to delete the workers"
+    )
+    assert jobs.condition_status(jobs.get(kube, ns, name)) == {
+        "Created": "True",
+        "Running": "False",
+        "Failed": "True",
+    }
 
 
 def test_evicted_worker_fails_the_job_and_stops_the_launcher(e2e: E2E, ns: str) -> None:
