@@ -8,8 +8,13 @@ from typing import Any
 from tests.e2e.kube import Kube, run_pod, wait_for
 
 WAIT = 60.0  # a sync round trip is well under a second; this bounds a stuck scenario
+IMAGE = "mpioperator/mpi-pi:openmpi"
 NO_KUBELET = {"name": "e2e.example.com/no-kubelet"}
 CHILD_KINDS = ("pods", "jobs", "services", "secrets", "configmaps")
+
+
+def _template(container: dict[str, Any]) -> dict[str, Any]:
+    return {"spec": {"schedulingGates": [NO_KUBELET], "containers": [{"image": IMAGE, **container}]}}
 
 
 def manifest(name: str, workers: int = 2, **spec: Any) -> dict[str, Any]:
@@ -18,6 +23,8 @@ def manifest(name: str, workers: int = 2, **spec: Any) -> dict[str, Any]:
     The scheduling gate keeps a real scheduler and kubelet (a kind cluster) away from the Pods, so the status
     the tests write as kubelet stays theirs; the control plane started by the tests has neither anyway.
     """
+    launcher = _template({"name": "launcher", "command": ["mpirun", "-n", str(workers), "/home/mpiuser/pi"]})
+    worker = _template({"name": "worker", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}}})
     base: dict[str, Any] = {
         "apiVersion": "kubeflow.org/v2beta1",
         "kind": "MPIJob",
@@ -27,36 +34,8 @@ def manifest(name: str, workers: int = 2, **spec: Any) -> dict[str, Any]:
             "runPolicy": {"cleanPodPolicy": "Running"},
             "sshAuthMountPath": "/home/mpiuser/.ssh",
             "mpiReplicaSpecs": {
-                "Launcher": {
-                    "replicas": 1,
-                    "template": {
-                        "spec": {
-                            "schedulingGates": [NO_KUBELET],
-                            "containers": [
-                                {
-                                    "name": "launcher",
-                                    "image": "mpioperator/mpi-pi:openmpi",
-                                    "command": ["mpirun", "-n", str(workers), "/home/mpiuser/pi"],
-                                }
-                            ],
-                        }
-                    },
-                },
-                "Worker": {
-                    "replicas": workers,
-                    "template": {
-                        "spec": {
-                            "schedulingGates": [NO_KUBELET],
-                            "containers": [
-                                {
-                                    "name": "worker",
-                                    "image": "mpioperator/mpi-pi:openmpi",
-                                    "resources": {"limits": {"cpu": "1", "memory": "1Gi"}},
-                                }
-                            ],
-                        }
-                    },
-                },
+                "Launcher": {"replicas": 1, "template": launcher},
+                "Worker": {"replicas": workers, "template": worker},
             },
         },
     }

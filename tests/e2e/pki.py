@@ -88,49 +88,41 @@ def _leaf(
     return builder.sign(ca[1], hashes.SHA256()), key
 
 
-def make_pki(directory: Path) -> Pki:
-    """Write a CA, serving and admin certificates and a service-account key pair into ``directory``."""
-    directory.mkdir(parents=True, exist_ok=True)
-    ca_key = _key()
-    ca_subject = _name("mpi-hook-e2e-ca")
-    ca_cert = (
-        _builder(ca_subject, ca_subject, ca_key.public_key())
+def _ca() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = _key()
+    subject = _name("mpi-hook-e2e-ca")
+    cert = (
+        _builder(subject, subject, key.public_key())
         .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
         .add_extension(
             x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
         )
-        .sign(ca_key, hashes.SHA256())
+        .sign(key, hashes.SHA256())
     )
-    serving = _leaf((ca_cert, ca_key), _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH)
-    admin = _leaf(
-        (ca_cert, ca_key), _name("mpi-hook-e2e-admin", "system:masters"), ExtendedKeyUsageOID.CLIENT_AUTH
-    )
+    return cert, key
+
+
+FILES = ("ca.crt", "ca.key", "apiserver.crt", "apiserver.key", "admin.crt", "admin.key", "sa.pub", "sa.key")
+
+
+def make_pki(directory: Path) -> Pki:
+    """Write a CA, serving and admin certificates and a service-account key pair into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca = _ca()
+    serving = _leaf(ca, _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH)
+    admin = _leaf(ca, _name("mpi-hook-e2e-admin", "system:masters"), ExtendedKeyUsageOID.CLIENT_AUTH)
     sa_key = _key()
-    pki = Pki(
-        *(
-            directory / n
-            for n in (
-                "ca.crt",
-                "ca.key",
-                "apiserver.crt",
-                "apiserver.key",
-                "admin.crt",
-                "admin.key",
-                "sa.pub",
-                "sa.key",
-            )
-        )
-    )
-    _write_cert(pki.ca_cert, ca_cert)
-    _write_key(pki.ca_key, ca_key)
-    _write_cert(pki.serving_cert, serving[0])
-    _write_key(pki.serving_key, serving[1])
-    _write_cert(pki.admin_cert, admin[0])
-    _write_key(pki.admin_key, admin[1])
+    pki = Pki(*(directory / name for name in FILES))
+    for cert_path, key_path, (cert, key) in (
+        (pki.ca_cert, pki.ca_key, ca),
+        (pki.serving_cert, pki.serving_key, serving),
+        (pki.admin_cert, pki.admin_key, admin),
+    ):
+        _write_cert(cert_path, cert)
+        _write_key(key_path, key)
     _write_key(pki.sa_private, sa_key)
-    pki.sa_public.write_bytes(
-        sa_key.public_key().public_bytes(
-            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
-        )
+    public = sa_key.public_key().public_bytes(
+        serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
     )
+    pki.sa_public.write_bytes(public)
     return pki

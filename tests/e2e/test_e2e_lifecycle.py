@@ -5,6 +5,8 @@ event log lines, and the creations/deletions Metacontroller logs).
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.e2e import jobs
 from tests.e2e.conftest import E2E
 from tests.e2e.kube import evict_pod, finish_pod, run_pod, wait_for
@@ -40,24 +42,19 @@ def test_created_running_succeeded_ttl(e2e: E2E, ns: str) -> None:
     wait_for(lambda: kube.get("jobs", ns, f"{name}-launcher") is None, jobs.WAIT, "TTL to delete the Job")
     assert jobs.get(kube, ns, name)["status"]["conditions"] == job["status"]["conditions"]
     assert [e[1] for e in e2e.hook.events(ns, name)] == ["MPIJobCreated", "MPIJobSucceeded"]
+    _assert_metacontroller_wrote(e2e, ns, name)
+
+
+def _assert_metacontroller_wrote(e2e: E2E, ns: str, name: str) -> None:
+    """Metacontroller created the five kinds of children once each and deleted just the two workers."""
     writes = e2e.writes(ns, name)
-    if writes is not None:
-        # Sets: a sync from a stale cache may repeat a create (AlreadyExists, ignored) or a delete.
-        created = {w[1:] for w in writes if w[0] == "Creating"}
-        assert created == set(
-            [
-                ("ConfigMap", f"{name}-config"),
-                ("Secret", f"{name}-ssh"),
-                ("Service", name),
-                ("Pod", f"{name}-worker-0"),
-                ("Pod", f"{name}-worker-1"),
-                ("Job", f"{name}-launcher"),
-            ]
-        )
-        assert {w[1:] for w in writes if w[0] == "Deleting child"} == {
-            ("Pod", f"{name}-worker-0"),
-            ("Pod", f"{name}-worker-1"),
-        }
+    if writes is None:
+        return
+    workers = {("Pod", f"{name}-worker-0"), ("Pod", f"{name}-worker-1")}
+    others = {("ConfigMap", f"{name}-config"), ("Secret", f"{name}-ssh"), ("Service", name)}
+    # Sets: a sync from a stale cache may repeat a create (AlreadyExists, ignored) or a delete.
+    assert {w[1:] for w in writes if w[0] == "Creating"} == workers | others | {("Job", f"{name}-launcher")}
+    assert {w[1:] for w in writes if w[0] == "Deleting child"} == workers
 
 
 def test_clean_pod_policies(e2e: E2E, ns: str) -> None:
@@ -183,40 +180,41 @@ def test_wait_for_workers_ready(e2e: E2E, ns: str) -> None:
     assert job["status"]["replicaStatuses"] == {"Launcher": {"active": 1}, "Worker": {"active": 2}}
 
 
+def _wait_config(e2e: E2E, ns: str, name: str, hostfile: list[str], discover: list[str]) -> None:
+    """Wait until the ConfigMap lists ``hostfile`` hosts (slots=1) and ``discover`` (running) hosts."""
+    want = {
+        "hostfile": "".join(f"{h} slots=1\n" for h in hostfile),
+        "discover_hosts.sh": "#!/bin/sh\n" + "".join(f"echo {h}\n" for h in discover),
+    }
+    wait_for(
+        lambda: jobs.config(e2e.kube, ns, name) == want,
+        jobs.WAIT,
+        lambda: f"config {want}, have {jobs.config(e2e.kube, ns, name)}",
+    )
+
+
+def _wait_active_workers(e2e: E2E, ns: str, name: str, count: int) -> dict[str, Any]:
+    def probe() -> dict[str, Any] | None:
+        job = jobs.get(e2e.kube, ns, name)
+        return job if job["status"]["replicaStatuses"]["Worker"] == {"active": count} else None
+
+    return wait_for(probe, jobs.WAIT, f"{count} active workers")
+
+
 def test_scale_workers_up_and_down(e2e: E2E, ns: str) -> None:
     kube, name = e2e.kube, "scale"
     jobs.start_running(kube, ns, name)
     hosts = [jobs.host(ns, name, i) for i in range(4)]
-    assert jobs.config(kube, ns, name) == {
-        "hostfile": "".join(f"{h} slots=1\n" for h in hosts[:2]),
-        "discover_hosts.sh": "#!/bin/sh\n" + "".join(f"echo {h}\n" for h in hosts[:2]),
-    }
+    _wait_config(e2e, ns, name, hosts[:2], hosts[:2])
+
     kube.patch("mpijobs", ns, name, {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 4}}}})
     new = wait_for(lambda: len(p := jobs.worker_pods(kube, ns, name)) == 4 and p, jobs.WAIT, "4 workers")
-    wait_for(
-        lambda: jobs.config(kube, ns, name)["hostfile"] == "".join(f"{h} slots=1\n" for h in hosts),
-        jobs.WAIT,
-        "hostfile with 4 workers",
-    )
     # discover_hosts.sh lists running workers only: the new ones appear once they run.
-    assert jobs.config(kube, ns, name)["discover_hosts.sh"] == "#!/bin/sh\n" + "".join(
-        f"echo {h}\n" for h in hosts[:2]
-    )
+    _wait_config(e2e, ns, name, hosts, hosts[:2])
     for pod in new[2:]:
         run_pod(kube, pod)
-    wait_for(
-        lambda: (
-            jobs.config(kube, ns, name)["discover_hosts.sh"]
-            == "#!/bin/sh\n" + "".join(f"echo {h}\n" for h in hosts)
-        ),
-        jobs.WAIT,
-        "discover_hosts with 4",
-    )
-    wait_for(
-        lambda: jobs.get(kube, ns, name)["status"]["replicaStatuses"]["Worker"] == {"active": 4},
-        jobs.WAIT,
-        "4 active workers",
-    )
+    _wait_config(e2e, ns, name, hosts, hosts)
+    _wait_active_workers(e2e, ns, name, 4)
 
     kube.patch("mpijobs", ns, name, {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1}}}})
     wait_for(
@@ -224,17 +222,6 @@ def test_scale_workers_up_and_down(e2e: E2E, ns: str) -> None:
         jobs.WAIT,
         "scaled down to worker-0",
     )
-    wait_for(
-        lambda: (
-            jobs.config(kube, ns, name)
-            == {"hostfile": f"{hosts[0]} slots=1\n", "discover_hosts.sh": f"#!/bin/sh\necho {hosts[0]}\n"}
-        ),
-        jobs.WAIT,
-        "hostfile and discover_hosts with 1 worker",
-    )
-    job = wait_for(
-        lambda: (j := jobs.get(kube, ns, name))["status"]["replicaStatuses"]["Worker"] == {"active": 1} and j,
-        jobs.WAIT,
-        "1 active worker",
-    )
+    _wait_config(e2e, ns, name, hosts[:1], hosts[:1])
+    job = _wait_active_workers(e2e, ns, name, 1)
     assert jobs.condition_status(job) == {"Created": "True", "Running": "True"}

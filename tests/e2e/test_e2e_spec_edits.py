@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 from tests.e2e import jobs
 from tests.e2e.conftest import E2E
@@ -28,11 +29,9 @@ def _template_patch(spec: dict[str, object], labels: dict[str, str]) -> dict[str
     }
 
 
-def test_suspend_then_resume_with_template_edits(e2e: E2E, ns: str) -> None:
-    kube, name = e2e.kube, "suspend"
-    jobs.start_running(kube, ns, name, runPolicy={"cleanPodPolicy": "None"})
-    old_workers = {p["metadata"]["uid"] for p in jobs.worker_pods(kube, ns, name)}
-
+def _suspend(e2e: E2E, ns: str, name: str) -> None:
+    """Suspend a running job: Suspended=True, Running=False, no launcher Job and no workers left."""
+    kube = e2e.kube
     kube.patch("mpijobs", ns, name, {"spec": {"runPolicy": {"suspend": True}}})
     job = jobs.wait_condition(kube, ns, name, "Suspended")
     assert jobs.condition_status(job) == {"Created": "True", "Running": "False", "Suspended": "True"}
@@ -49,32 +48,43 @@ def test_suspend_then_resume_with_template_edits(e2e: E2E, ns: str) -> None:
         "replica statuses cleared while suspended",
     )
 
+
+def _new_launcher_pod(kube: Kube, ns: str, name: str, launcher_job: dict[str, Any]) -> dict[str, Any]:
+    """The Pod of this launcher Job (a deleted Job's Pods may still wait for the garbage collector)."""
+    uid = launcher_job["metadata"]["uid"]
+    pods = wait_for(
+        lambda: [
+            p for p in jobs.launcher_pods(kube, ns, name) if p["metadata"]["ownerReferences"][0]["uid"] == uid
+        ],
+        jobs.WAIT,
+        "the new launcher Pod",
+    )
+    return pods[0]
+
+
+def test_suspend_then_resume_with_template_edits(e2e: E2E, ns: str) -> None:
+    kube, name = e2e.kube, "suspend"
+    jobs.start_running(kube, ns, name, runPolicy={"cleanPodPolicy": "None"})
+    old_workers = {p["metadata"]["uid"] for p in jobs.worker_pods(kube, ns, name)}
+    _suspend(e2e, ns, name)
+
     # What Kueue does on admission: node selector and labels into the templates, then resume.
     kube.patch("mpijobs", ns, name, _template_patch(ADMITTED, ADMITTED_LABELS))
     kube.patch("mpijobs", ns, name, {"spec": {"runPolicy": {"suspend": False}}})
     job = jobs.wait_condition(kube, ns, name, "Suspended", "False")
     assert jobs.conditions(job)["Suspended"]["reason"] == "MPIJobResumed"
-    workers = wait_for(
-        lambda: len(p := jobs.worker_pods(kube, ns, name)) == 2 and p, jobs.WAIT, "2 new workers"
-    )
+    workers = wait_for(lambda: len(p := jobs.worker_pods(kube, ns, name)) == 2 and p, jobs.WAIT, "2 workers")
     assert not old_workers & {p["metadata"]["uid"] for p in workers}
     launcher_job = wait_for(lambda: kube.get("jobs", ns, f"{name}-launcher"), jobs.WAIT, "a new launcher Job")
+    template = launcher_job["spec"]["template"]
     for pod_spec, labels in [(p["spec"], p["metadata"]["labels"]) for p in workers] + [
-        (launcher_job["spec"]["template"]["spec"], launcher_job["spec"]["template"]["metadata"]["labels"])
+        (template["spec"], template["metadata"]["labels"])
     ]:
         assert pod_spec["nodeSelector"] == ADMITTED["nodeSelector"]
         assert labels.items() >= ADMITTED_LABELS.items()
     for pod in workers:
         run_pod(kube, pod)
-    launcher = wait_for(
-        lambda: [
-            p
-            for p in jobs.launcher_pods(kube, ns, name)
-            if p["metadata"]["ownerReferences"][0]["uid"] == launcher_job["metadata"]["uid"]
-        ],
-        jobs.WAIT,
-        "the new launcher Pod",
-    )[0]
+    launcher = _new_launcher_pod(kube, ns, name, launcher_job)
     assert launcher["spec"]["nodeSelector"] == ADMITTED["nodeSelector"]
     run_pod(kube, launcher)
     job = jobs.wait_condition(kube, ns, name, "Running")
