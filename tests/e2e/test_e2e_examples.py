@@ -68,3 +68,32 @@ def test_installed_controller_is_ours_but_for_the_hook_urls(e2e: E2E) -> None:
     assert live is not None
     assert live["spec"]["hooks"]["sync"]["webhook"]["url"] == f"{e2e.hook.url}/sync"
     assert live["spec"]["childResources"] == base["spec"]["childResources"]
+
+
+def test_deploy_passes_the_apiservers_server_side_dry_run(e2e: E2E) -> None:
+    """Everything in deploy/ (Namespace, CRD, ServiceAccount, Deployment, Service, PDB and
+    CompositeController) passes the real apiserver's validation and admission, as `kubectl apply
+    --server-side -k` sends it.
+    Only a dry run: applied for real, its CompositeController would point Metacontroller at a Service that
+    nothing serves here."""
+    created = e2e.kube.get("namespaces", None, "mpi-operator") is None
+    if created:  # objects in a namespace that a dry run does not create would be rejected
+        e2e.kube.create("namespaces", None, {"metadata": {"name": "mpi-operator"}})
+    try:
+        done = e2e.kube.kubectl("apply", "--server-side", "--dry-run=server", "-k", str(ROOT / "deploy"))
+    finally:
+        if created:
+            e2e.kube.delete("namespaces", None, "mpi-operator")
+    applied = sorted(line.split()[0] for line in done.stdout.splitlines())
+    assert applied == sorted(
+        [
+            "namespace/mpi-operator",
+            "customresourcedefinition.apiextensions.k8s.io/mpijobs.kubeflow.org",
+            "serviceaccount/mpi-operator-hook",
+            "service/mpi-operator-hook",
+            "deployment.apps/mpi-operator-hook",
+            "poddisruptionbudget.policy/mpi-operator-hook",
+            "compositecontroller.metacontroller.k8s.io/mpi-operator-hook",
+        ]
+    )
+    assert all(line.endswith("serverside-applied (server dry run)") for line in done.stdout.splitlines())
