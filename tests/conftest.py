@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from datetime import UTC, datetime
+from typing import Any
 
 import pytest
 
@@ -10,6 +11,7 @@ from app.kube.keys import SeededKeys
 from app.settings import Settings
 
 NOW = datetime(2026, 5, 4, 9, 0, 30, tzinfo=UTC)
+E2E_SCOPE = "tests/e2e/"
 TEST_SEED = b"mpi-operator-hook test seed, not a secret"
 
 
@@ -35,3 +37,32 @@ def settings() -> Settings:
 @pytest.fixture
 def keys() -> SeededKeys:
     return SeededKeys(TEST_SEED)
+
+
+def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
+    """Under ``-n``: every e2e test (tests/e2e) in one work unit, so one worker runs them all against one
+    control plane while the others share the rest, test by test (like ``--dist load``).
+
+    Not ``xdist_group`` + ``--dist loadgroup``: with pytest 9, xdist 3.8's renaming of node ids has no effect.
+    """
+    if config.getoption("dist") not in ("load", "loadgroup"):
+        return None
+    from xdist.scheduler import LoadScopeScheduling
+
+    class E2EInOneWorker(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            return E2E_SCOPE if nodeid.startswith(E2E_SCOPE) else nodeid
+
+    return E2EInOneWorker(config, log)
+
+
+def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
+    """Print what the e2e tests measured (``e2e_summary`` properties of tests/e2e).
+
+    Here, not in tests/e2e/conftest.py: under xdist the controller loads only this conftest.
+    """
+    for status in ("passed", "failed"):
+        for report in terminalreporter.getreports(status):
+            for key, value in getattr(report, "user_properties", []):
+                if key == "e2e_summary":
+                    terminalreporter.write_line(f"e2e: {value}")
