@@ -421,7 +421,21 @@ def default_launcher_spec(job: str, env: list[dict[str, str]], **extra: Any) -> 
     }
 
 
-OMPI_SLOTS_1 = [*LAUNCHER_ENV, *OMPI_ENV, {"name": "OMPI_MCA_orte_set_default_slots", "value": "1"}]
+# Open MPI 5 (PRRTE) reads its own names; verified against PRRTE's sources, prte_info and real runs.
+PRTE_SLOTS_1 = [
+    {"name": "PRTE_MCA_prte_keep_fqdn_hostnames", "value": "true"},
+    {"name": "PRTE_MCA_prte_default_hostfile", "value": "/etc/mpi/hostfile"},
+    {"name": "PRTE_MCA_plm_ssh_args", "value": "-o ConnectionAttempts=10"},
+    {"name": "PRTE_MCA_prte_set_default_slots", "value": "1"},
+]
+OMPI_SLOTS_1 = [
+    *LAUNCHER_ENV,
+    *OMPI_ENV,
+    {"name": "OMPI_MCA_orte_set_default_slots", "value": "1"},
+    *PRTE_SLOTS_1,
+]
+# With runLauncherAsWorker PRRTE must resolve the hostfile's names to see its own FQDN as local.
+OMPI_AS_WORKER_SLOTS_1 = [*OMPI_SLOTS_1, {"name": "PRTE_MCA_prte_do_not_resolve", "value": "false"}]
 
 # (id, MPIJob spec, expected launcher Job)
 LAUNCHER_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
@@ -433,7 +447,7 @@ LAUNCHER_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     (
         "launcher-as-worker",
         {"runLauncherAsWorker": True, "mpiReplicaSpecs": default_replicas()},
-        launcher_job("foo", "bar", default_launcher_spec("foo", OMPI_SLOTS_1), labels={INDEX: "0"}),
+        launcher_job("foo", "bar", default_launcher_spec("foo", OMPI_AS_WORKER_SLOTS_1), labels={INDEX: "0"}),
     ),
     (
         "overrides",
@@ -595,7 +609,7 @@ LAUNCHER_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         launcher_job(
             "foo",
             "bar",
-            default_launcher_spec("foo", OMPI_SLOTS_1),
+            default_launcher_spec("foo", OMPI_AS_WORKER_SLOTS_1),
             labels={"team": "hpc", INDEX: "0"},
             annotations={"sidecar.istio.io/inject": "false"},
         ),
