@@ -85,6 +85,7 @@ def build_launcher_template(job: Job, replica: Replica) -> dict[str, Any]:
     )
     spec["restartPolicy"] = pods.restart_policy(replica.restart_policy)
     spec = pods.with_volumes(spec, [pods.ssh_volume(name, mount_path), config_volume(name)])
+    spec = pods.with_ssh_fs_group(spec, mount_path)
     metadata: dict[str, Any] = {"labels": labels}
     if annotations:
         metadata["annotations"] = annotations
