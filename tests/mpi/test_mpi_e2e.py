@@ -6,7 +6,7 @@ PID, mount and UTS namespace per Pod, volumes as kubelet lays them out), lets th
 ``examples/hello`` on the workers, and feeds the launcher's exit back through a sync. Per build (Open MPI 4.1
 and MPICH from Debian, Open MPI 5 and Intel MPI from PyPI; ``.ci/install-mpi``): ranks per host = slots,
 runLauncherAsWorker, a custom cluster domain, discover_hosts.sh, a non-root job; a worker without sshd and a
-wrong cluster domain end the MPIJob Failed.
+wrong cluster domain end the MPIJob Failed. One more shows what Open MPI 5 does with upstream's env alone.
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import re
 import shutil
 import subprocess
 import tempfile
+import time
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -84,6 +85,7 @@ class Outcome:
     hostfile: str
     conditions: dict[str, tuple[str, str]]
     status: dict[str, Any]
+    launcher_seconds: float
 
     @property
     def ranks(self) -> list[tuple[int, int, str, int]]:
@@ -145,6 +147,7 @@ def run_job(
     hook_domain: str = "",
     cluster_domain: str = "cluster.local",
     sshd_down: str = "",
+    drop_env_prefix: str = "",
 ) -> Outcome:
     """Create the job, run its Pods, report the launcher's end to the hook as the Job controller would."""
     mc = FakeMetacontroller(settings=Settings(cluster_domain=hook_domain))
@@ -156,6 +159,9 @@ def run_job(
         workers = [bed.plan(mc.get("Pod", w)) for w in mc.names("Pod") if w.startswith(f"{name}-worker-")]
         launcher_job = mc.get("Job", f"{name}-launcher")
         assert launcher_job is not None
+        if drop_env_prefix:  # what an operator without our additions would have rendered
+            container = launcher_job["spec"]["template"]["spec"]["containers"][0]
+            container["env"] = [e for e in container["env"] if not e["name"].startswith(drop_env_prefix)]
         launcher_pod = mc.start_launcher_pod()
         launcher = bed.plan(launcher_job["spec"]["template"], name=launcher_pod)
         children = list(mc.objects.values())
@@ -168,6 +174,7 @@ def run_job(
         if sshd_down:
             bed.stop(sshd_down)
         children = list(mc.objects.values())
+        started = time.monotonic()
         bed.start(launcher, children)
         deadline = job["spec"]["runPolicy"].get("activeDeadlineSeconds")
         try:
@@ -177,6 +184,7 @@ def run_job(
             assert deadline, f"launcher still running after {LAUNCHER_SECONDS}s:\n{launcher.output()}"
             exit_code = None  # the Job controller ends it: activeDeadlineSeconds
         log = launcher.output()
+        seconds = time.monotonic() - started
     if exit_code == 0:
         mc.finish_launcher("Complete")
     elif exit_code is None:
@@ -188,7 +196,7 @@ def run_job(
     mc.sync_until_steady()
     config = mc.get("ConfigMap", f"{name}-config")
     assert config is not None
-    return Outcome(exit_code, log, config["data"]["hostfile"], mc.conditions(), mc.status)
+    return Outcome(exit_code, log, config["data"]["hostfile"], mc.conditions(), mc.status, seconds)
 
 
 def assert_placed(outcome: Outcome, slots: int) -> None:
@@ -260,6 +268,24 @@ def assert_failed(build: Build, outcome: Outcome) -> None:
 def test_worker_without_sshd_fails_the_job(build: Build, hello_dir: Path) -> None:
     outcome = run_job(build, job_for(build, hello_dir, deadline=FAILURE_DEADLINE), sshd_down="hello-worker-1")
     assert_failed(build, outcome)
+    assert "hello-worker-1.hello.default.svc" in outcome.log
+    # ssh got the rendered "-o ConnectionAttempts=10" (one attempt a second) before giving up; without it
+    # (e.g. Open MPI 5 without PRTE_MCA_plm_ssh_args) mpirun fails within half a second.
+    assert outcome.launcher_seconds >= 5, outcome.log
+
+
+def test_open_mpi_5_needs_the_prrte_variables(hello_dir: Path) -> None:
+    """Without the PRTE_MCA_* names (upstream renders only ORTE's), Open MPI 5 ignores the hostfile and runs
+    every rank on the launcher, and the job "succeeds": what the hook's PRRTE variables fix."""
+    build = BUILDS["openmpi5"]
+    reason = _bed_missing() or build.missing()
+    if reason:
+        pytest.skip(reason)
+    _hello(build, hello_dir)
+    outcome = run_job(build, job_for(build, hello_dir), drop_env_prefix="PRTE_MCA_")
+    assert outcome.exit_code == 0, outcome.log
+    assert [host for *_, host, _ in outcome.ranks] == ["hello-launcher", "hello-launcher"], outcome.log
+    assert outcome.conditions["Succeeded"] == ("True", "MPIJobSucceeded")
 
 
 def test_wrong_cluster_domain_fails_loudly(build: Build, hello_dir: Path) -> None:
