@@ -5,8 +5,8 @@ address or link ever appears on the host), PID, mount and UTS namespaces (hostna
 and a mount namespace in which:
 
 - /tmp is its own (MPI keeps per-host session folders and sockets there);
-- /etc, /root, /home and /run are overlays over the host's (writes stay in the pod), carrying the "image":
-  users, sshd/ssh configuration as upstream's base image has them (``Image``);
+- /etc, /root, /home, /run and /opt are overlays over the host's (writes stay in the pod), carrying the
+  "image": users, sshd/ssh configuration as upstream's base image has them, MPI builds bound in (``Image``);
 - /etc/hosts answers what cluster DNS would: ``<pod>.<subdomain>.<ns>.svc.<domain>``, and shorter names
   only where the Pod's DNS search list would complete them (kubelet's defaults plus ``dnsConfig.searches``);
 - every volume container[0] mounts is laid out as kubelet lays out Secret and ConfigMap volumes: items with
@@ -35,7 +35,7 @@ from typing import Any
 
 _PREFIX = f"mpihook{os.getpid()}"
 _COUNTER = itertools.count()
-_OVERLAID = ("/etc", "/root", "/home", "/run")
+_OVERLAID = ("/etc", "/root", "/home", "/run", "/opt")
 _SUBNET = "10.77.0"
 
 
@@ -64,6 +64,7 @@ class Image:
     env: tuple[tuple[str, str], ...] = ()
     users: tuple[User, ...] = (User("mpiuser", 1000, 1000, "/home/mpiuser"),)
     port: int = 2222
+    binds: tuple[tuple[str, str], ...] = ()  # (host folder, path in the pods), read-only
 
     def files(self, host_key: Path) -> dict[str, tuple[str, int, int, int]]:
         """path -> (content, mode, uid, gid)."""
@@ -269,6 +270,13 @@ class Bed:
             lines.append(f"mount -t overlay overlay -o lowerdir={top},upperdir={upper},workdir={work} {top}")
         layer = self._image_layer(pod)
         lines.append(f"cp -a {layer}/. /")
+        for host, target in self.image.binds:
+            quoted = shlex.quote(target)
+            lines += [
+                f"mkdir -p {quoted}",
+                f"mount --bind {shlex.quote(host)} {quoted}",
+                f"mount -o remount,bind,ro {quoted}",
+            ]
         for mount in container.get("volumeMounts") or []:
             source = self._volume(pod, mount["name"], objects)
             target = shlex.quote(mount["mountPath"])

@@ -2,7 +2,9 @@
 
 Debian's Open MPI 4.1 and MPICH share /usr/bin, where only one of them can own ``mpirun``: each is called by
 its own absolute path. The PyPI builds live in their own virtualenvs under ``.mpi/`` (override with
-``MPI_E2E_PREFIX``). A build that is not installed is skipped with the reason ``install-mpi`` recorded.
+``MPI_E2E_PREFIX``), which the pods see at /opt/mpi, as an image would install them (and so that no
+folder above the checkout has to be open to the pods' non-root user). A build that is not installed is
+skipped with the reason ``install-mpi`` recorded.
 """
 
 from __future__ import annotations
@@ -15,12 +17,20 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parents[2]
 PREFIX = Path(os.environ.get("MPI_E2E_PREFIX", ROOT / ".mpi"))
 HELLO_SOURCE = ROOT / "examples" / "hello" / "hello.c"
+POD_PREFIX = Path("/opt/mpi")  # where the pods see PREFIX
 MPICH_INCLUDE = Path("/usr/include/x86_64-linux-gnu/mpich")
+
+
+def in_pod(path: Path) -> Path:
+    """A path under PREFIX as the pods see it."""
+    return POD_PREFIX / path.relative_to(PREFIX) if path.is_relative_to(PREFIX) else path
 
 
 @dataclass(frozen=True)
 class Build:
-    """One MPI installation: the ``mpiImplementation`` it needs and the launcher command to use."""
+    """One MPI installation: the ``mpiImplementation`` it needs and the launcher command to use.
+
+    Paths are the host's; ``in_pod`` gives the pods' view."""
 
     name: str
     implementation: str
@@ -56,6 +66,7 @@ class Build:
 
 _INTEL_LIB = PREFIX / "intel" / "lib"
 _OPENMPI5 = PREFIX / "openmpi5"
+_POD_INTEL = in_pod(PREFIX / "intel")
 
 BUILDS = {
     b.name: b
@@ -73,7 +84,7 @@ BUILDS = {
             implementation="OpenMPI",
             mpirun=_OPENMPI5 / "bin" / "mpirun",
             bin_dir=_OPENMPI5 / "bin",
-            compile_command=(str(_OPENMPI5 / "bin" / "mpicc"), f"-Wl,-rpath,{_OPENMPI5 / 'lib'}"),
+            compile_command=(str(_OPENMPI5 / "bin" / "mpicc"), f"-Wl,-rpath,{in_pod(_OPENMPI5 / 'lib')}"),
             root_args=("--allow-run-as-root",),
         ),
         Build(
@@ -95,9 +106,9 @@ BUILDS = {
                 "/usr/bin/gcc",
                 f"-I{MPICH_INCLUDE}",
             ),
-            link_args=(f"-L{_INTEL_LIB}", f"-Wl,-rpath,{_INTEL_LIB}", "-lmpi"),
+            link_args=(f"-L{_INTEL_LIB}", f"-Wl,-rpath,{in_pod(_INTEL_LIB)}", "-lmpi"),
             ssh_to_itself=True,
-            image_env=(("I_MPI_ROOT", str(PREFIX / "intel")), ("FI_PROVIDER", "tcp")),
+            image_env=(("I_MPI_ROOT", str(_POD_INTEL)), ("FI_PROVIDER", "tcp")),
         ),
     )
 }

@@ -29,7 +29,7 @@ from app.settings import Settings
 from tests.builders import mpijob
 from tests.metacontroller import FakeMetacontroller
 from tests.mpi.bed import Bed, Image
-from tests.mpi.builds import BUILDS, PREFIX, Build
+from tests.mpi.builds import BUILDS, POD_PREFIX, PREFIX, Build, in_pod
 
 RANK_LINE = re.compile(r"^rank (\d+) of (\d+) on (\S+) \(sum of ranks (\d+)\)$", re.M)
 DISCOVER_LINE = re.compile(r"^discovered: (.*)$", re.M)
@@ -102,11 +102,11 @@ def job_for(
     as_root = not options.get("non_root")
     ranks = slots * (workers + (1 if options.get("launcher_as_worker") else 0))
     mpirun = [
-        str(build.mpirun),
+        str(in_pod(build.mpirun)),
         *(build.root_args if as_root else ()),
         "-n",
         str(ranks),
-        str(hello_dir / build.name),
+        str(in_pod(hello_dir / build.name)),
     ]
     script = (
         'echo "discovered: $(/etc/mpi/discover_hosts.sh | tr "\\n" " ")"; '
@@ -154,7 +154,9 @@ def run_job(
     mc.apply_mpijob(job)
     mc.sync_until_steady()
     name = mc.name
-    image = Image(path_dirs=(str(build.bin_dir),), env=build.image_env)
+    image = Image(
+        path_dirs=(str(in_pod(build.bin_dir)),), env=build.image_env, binds=((str(PREFIX), str(POD_PREFIX)),)
+    )
     with Bed(image, cluster_domain=cluster_domain) as bed:
         workers = [bed.plan(mc.get("Pod", w)) for w in mc.names("Pod") if w.startswith(f"{name}-worker-")]
         launcher_job = mc.get("Job", f"{name}-launcher")
