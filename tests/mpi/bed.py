@@ -15,7 +15,8 @@ and a mount namespace in which:
 
 The container's command runs as the rendered user (``runAsUser``/``runAsGroup``, supplementary ``fsGroup``)
 with the image's environment plus exactly the rendered ``env``. Everything is torn down by ``close()``: the
-pods' PID namespaces die with their first process, network namespaces are deleted, files removed.
+pods' PID namespaces die with their first process (a root shell), network namespaces are deleted, files
+removed; ``test_teardown_leaves_nothing`` checks that no process of a pod outlives it.
 """
 
 from __future__ import annotations
@@ -135,6 +136,14 @@ class Pod:
     def wait(self, timeout: float) -> int:
         assert self.process is not None
         return self.process.wait(timeout=timeout)
+
+    def pid_namespace(self) -> str | None:
+        """The pod's PID namespace (that of unshare's child), while it runs."""
+        if self.process is None or self.process.poll() is not None:
+            return None
+        pid = self.process.pid
+        children = Path(f"/proc/{pid}/task/{pid}/children").read_text().split()
+        return os.readlink(f"/proc/{children[0]}/ns/pid") if children else None
 
     def wait_for_log(self, text: str, timeout: float = 10) -> None:
         deadline = time.monotonic() + timeout
@@ -303,7 +312,10 @@ class Bed:
                 "--",
             ]
         argv = [*drop, "env", "-i", *(f"{k}={v}" for k, v in env.items()), *command]
-        lines.append("exec " + shlex.join(argv))
+        # Not exec'd: this root shell stays the PID namespace's first process. Its parent-death signal
+        # (unshare --kill-child) survives, while a process that changed its uid loses it, and a leftover
+        # first process would keep the whole pod alive after teardown.
+        lines.append(shlex.join(argv))
         return "\n".join(lines) + "\n"
 
     def _image_layer(self, pod: Pod) -> Path:
@@ -406,6 +418,19 @@ class Bed:
             assert "valueFrom" not in var, var
             env[var["name"]] = var.get("value", "")
         return env
+
+
+def processes_in(pid_namespace: str) -> list[int]:
+    """Host PIDs of the processes in a PID namespace."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if entry.name.isdigit():
+            try:
+                if os.readlink(entry / "ns" / "pid") == pid_namespace:
+                    found.append(int(entry.name))
+            except OSError:  # gone meanwhile
+                continue
+    return found
 
 
 def _find(objects: list[dict[str, Any]], kind: str, name: str) -> dict[str, Any]:
