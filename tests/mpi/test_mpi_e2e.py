@@ -133,9 +133,15 @@ def job_for(
         user = {"runAsUser": 1000}
         launcher = builder.spec["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
         launcher["securityContext"] = user
-        worker.update(
-            securityContext=user, command=["/usr/sbin/sshd"], args=["-De", "-f", "/home/mpiuser/.sshd_config"]
-        )
+        if options.get("root_sshd"):  # workers keep the default command: sshd as root logs mpiuser in
+            for role in ("Launcher", "Worker"):  # a group of the user's own, not mpiuser's 1000
+                builder.set(f"spec.mpiReplicaSpecs.{role}.template.spec.securityContext", {"fsGroup": 2000})
+        else:
+            worker.update(
+                securityContext=user,
+                command=["/usr/sbin/sshd"],
+                args=["-De", "-f", "/home/mpiuser/.sshd_config"],
+            )
     builder.set("spec.mpiReplicaSpecs.Worker.template.spec.containers", [worker])
     return builder.build()
 
@@ -265,6 +271,15 @@ def assert_failed(build: Build, outcome: Outcome) -> None:
             f"Job has reached the specified backoff limit: mpirun exited with {outcome.exit_code}"
         )
     assert outcome.conditions["Running"][0] == "False"
+
+
+def test_non_root_launcher_with_root_sshd(build: Build, hello_dir: Path) -> None:
+    """Workers run the default root sshd, which reads mpiuser's authorized_keys as mpiuser with mpiuser's
+    groups, not the pod's fsGroup (here the user's own 2000): why only the private key item is 0440 and the
+    public files keep 0644."""
+    outcome = run_job(build, job_for(build, hello_dir, non_root=True, root_sshd=True))
+    assert_placed(outcome, slots=1)
+    assert KEY_LINE.findall(outcome.log) == ["440 0:2000"]
 
 
 def test_worker_without_sshd_fails_the_job(build: Build, hello_dir: Path) -> None:
