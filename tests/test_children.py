@@ -63,9 +63,12 @@ SSHD = ["/usr/sbin/sshd", "-De"]
 
 
 def ssh_volume(job: str, default_mode: bool = True) -> dict[str, Any]:
+    """Upstream's volume; off /root/.ssh (``default_mode=False``) our private key item is 0440 (deviation)."""
     secret: dict[str, Any] = {"secretName": f"{job}-ssh", "items": SSH_ITEMS}
     if default_mode:
         secret["defaultMode"] = 0o600
+    else:
+        secret["items"] = [{**SSH_ITEMS[0], "mode": 0o440}, *SSH_ITEMS[1:]]
     return {"name": "ssh-auth", "secret": secret}
 
 
@@ -421,7 +424,21 @@ def default_launcher_spec(job: str, env: list[dict[str, str]], **extra: Any) -> 
     }
 
 
-OMPI_SLOTS_1 = [*LAUNCHER_ENV, *OMPI_ENV, {"name": "OMPI_MCA_orte_set_default_slots", "value": "1"}]
+# Open MPI 5 (PRRTE) reads its own names; verified against PRRTE's sources, prte_info and real runs.
+PRTE_SLOTS_1 = [
+    {"name": "PRTE_MCA_prte_keep_fqdn_hostnames", "value": "true"},
+    {"name": "PRTE_MCA_prte_default_hostfile", "value": "/etc/mpi/hostfile"},
+    {"name": "PRTE_MCA_plm_ssh_args", "value": "-o ConnectionAttempts=10"},
+    {"name": "PRTE_MCA_prte_set_default_slots", "value": "1"},
+]
+OMPI_SLOTS_1 = [
+    *LAUNCHER_ENV,
+    *OMPI_ENV,
+    {"name": "OMPI_MCA_orte_set_default_slots", "value": "1"},
+    *PRTE_SLOTS_1,
+]
+# With runLauncherAsWorker PRRTE must resolve the hostfile's names to see its own FQDN as local.
+OMPI_AS_WORKER_SLOTS_1 = [*OMPI_SLOTS_1, {"name": "PRTE_MCA_prte_do_not_resolve", "value": "false"}]
 
 # (id, MPIJob spec, expected launcher Job)
 LAUNCHER_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
@@ -433,7 +450,7 @@ LAUNCHER_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     (
         "launcher-as-worker",
         {"runLauncherAsWorker": True, "mpiReplicaSpecs": default_replicas()},
-        launcher_job("foo", "bar", default_launcher_spec("foo", OMPI_SLOTS_1), labels={INDEX: "0"}),
+        launcher_job("foo", "bar", default_launcher_spec("foo", OMPI_AS_WORKER_SLOTS_1), labels={INDEX: "0"}),
     ),
     (
         "overrides",
@@ -501,6 +518,7 @@ LAUNCHER_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
                     {},
                 ],
                 "volumes": [{"name": "foo-vol"}, ssh_volume("foo", default_mode=False), config_volume("foo")],
+                "securityContext": {"fsGroup": 1000},
             },
             labels={"foo": "bar"},
             ttlSecondsAfterFinished=1,
@@ -595,7 +613,7 @@ LAUNCHER_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         launcher_job(
             "foo",
             "bar",
-            default_launcher_spec("foo", OMPI_SLOTS_1),
+            default_launcher_spec("foo", OMPI_AS_WORKER_SLOTS_1),
             labels={"team": "hpc", INDEX: "0"},
             annotations={"sidecar.istio.io/inject": "false"},
         ),
@@ -848,6 +866,7 @@ WORKER_CASES: list[tuple[str, dict[str, Any], str, int, dict[str, Any]]] = [
                     }
                 ],
                 "volumes": [ssh_volume("foo", default_mode=False)],
+                "securityContext": {"fsGroup": 1000},
             },
         ),
     ),
@@ -1270,3 +1289,67 @@ def test_ssh_key_pair_repr_hides_the_private_key() -> None:
 def test_seeded_keys_reject_a_short_seed() -> None:
     with pytest.raises(ValueError, match="at least 32 bytes"):
         SeededKeys(b"s" * 31)
+
+
+# --------------------------------------------------------------------------------------------------------
+# fsGroup for a key off /root/.ssh (deviation from upstream: the key is 0440, never world-readable)
+# --------------------------------------------------------------------------------------------------------
+
+# (id, sshAuthMountPath, pod securityContext, container[0] securityContext, expected pod securityContext)
+FS_GROUP_CASES: list[tuple[str, str, dict[str, Any], dict[str, Any], dict[str, Any] | None]] = [
+    ("root path: untouched", "/root/.ssh", {}, {"runAsUser": 1000}, None),
+    (
+        "user's fsGroup kept",
+        "/home/u/.ssh",
+        {"fsGroup": 7, "runAsUser": 5},
+        {},
+        {"fsGroup": 7, "runAsUser": 5},
+    ),
+    (
+        "container runAsGroup first",
+        "/home/u/.ssh",
+        {"runAsGroup": 3},
+        {"runAsGroup": 4, "runAsUser": 5},
+        {"runAsGroup": 3, "fsGroup": 4},
+    ),
+    (
+        "pod runAsGroup before runAsUser",
+        "/home/u/.ssh",
+        {"runAsGroup": 3},
+        {"runAsUser": 5},
+        {"runAsGroup": 3, "fsGroup": 3},
+    ),
+    (
+        "container runAsUser",
+        "/home/u/.ssh",
+        {"runAsUser": 6},
+        {"runAsUser": 5},
+        {"runAsUser": 6, "fsGroup": 5},
+    ),
+    ("pod runAsUser", "/home/u/.ssh", {"runAsUser": 6}, {}, {"runAsUser": 6, "fsGroup": 6}),
+    ("root user skipped", "/home/u/.ssh", {}, {"runAsUser": 0}, {"fsGroup": 1000}),
+    ("nothing known: mpiuser's 1000", "/home/u/.ssh", {}, {}, {"fsGroup": 1000}),
+]
+
+
+@pytest.mark.parametrize(
+    ("path", "pod_context", "container_context", "want"),
+    [c[1:] for c in FS_GROUP_CASES],
+    ids=[c[0] for c in FS_GROUP_CASES],
+)
+def test_fs_group_for_a_non_root_key(
+    path: str, pod_context: dict[str, Any], container_context: dict[str, Any], want: dict[str, Any] | None
+) -> None:
+    container: dict[str, Any] = {"name": "c"}
+    if container_context:
+        container["securityContext"] = container_context
+    template: dict[str, Any] = {"spec": {"containers": [container]}}
+    if pod_context:
+        template["spec"]["securityContext"] = pod_context
+    replicas = {"Launcher": {"template": template}, "Worker": {"replicas": 1, "template": template}}
+    job = mpijob(sshAuthMountPath=path, mpiReplicaSpecs=copy.deepcopy(replicas))
+    assert job.launcher is not None and job.worker is not None
+    launcher_spec = build_launcher(job, job.launcher)["spec"]["template"]["spec"]
+    worker_spec = WorkerFactory(job, job.worker, "").build(0)["spec"]
+    assert launcher_spec.get("securityContext") == want
+    assert worker_spec.get("securityContext") == want

@@ -25,7 +25,16 @@ def launcher_env(job: Job) -> list[dict[str, str]]:
             {"name": "OMPI_MCA_orte_default_hostfile", "value": names.HOSTFILE_PATH},
             {"name": "OMPI_MCA_plm_rsh_args", "value": _SSH_CONNECT_ARGS},
             {"name": "OMPI_MCA_orte_set_default_slots", "value": slots},
+            # Open MPI 5 launches through PRRTE, which reads none of the ORTE names above.
+            {"name": "PRTE_MCA_prte_keep_fqdn_hostnames", "value": "true"},
+            {"name": "PRTE_MCA_prte_default_hostfile", "value": names.HOSTFILE_PATH},
+            {"name": "PRTE_MCA_plm_ssh_args", "value": _SSH_CONNECT_ARGS},
+            {"name": "PRTE_MCA_prte_set_default_slots", "value": slots},
         ]
+        if job.run_launcher_as_worker:
+            # PRRTE resolves no host names by default, so it would not know the launcher's own FQDN in the
+            # hostfile as itself and ssh into it; Open MPI 4 did resolve.
+            env.append({"name": "PRTE_MCA_prte_do_not_resolve", "value": "false"})
     elif implementation == MPIImplementation.INTEL:
         env += [
             {"name": "I_MPI_HYDRA_HOST_FILE", "value": names.HOSTFILE_PATH},
@@ -76,6 +85,7 @@ def build_launcher_template(job: Job, replica: Replica) -> dict[str, Any]:
     )
     spec["restartPolicy"] = pods.restart_policy(replica.restart_policy)
     spec = pods.with_volumes(spec, [pods.ssh_volume(name, mount_path), config_volume(name)])
+    spec = pods.with_ssh_fs_group(spec, mount_path)
     metadata: dict[str, Any] = {"labels": labels}
     if annotations:
         metadata["annotations"] = annotations

@@ -13,6 +13,9 @@ from app.kube import names
 from app.kube.quantity import canonical_pod_spec
 
 _SECRET_MODE_0600 = 0o600
+_SECRET_MODE_0440 = 0o440
+# The uid and gid ``useradd`` gives the first user (upstream's base images: mpiuser).
+_DEFAULT_FS_GROUP = 1000
 
 
 def template_metadata(template: dict[str, Any]) -> tuple[dict[str, str], dict[str, str]]:
@@ -29,16 +32,46 @@ def base_spec(template: dict[str, Any]) -> dict[str, Any]:
 
 
 def ssh_volume(job: str, mount_path: str) -> dict[str, Any]:
+    """The key pair and authorized_keys. The private key is never world-readable (upstream leaves it
+    0644 off /root/.ssh): root reads it as owner, others through the pod's fsGroup (``with_ssh_fs_group``).
+    """
     secret: dict[str, Any] = {"secretName": names.ssh_secret_name(job)}
+    private: dict[str, Any] = {"key": names.SSH_PRIVATE_KEY, "path": "id_rsa"}
     if mount_path == DEFAULT_SSH_AUTH_MOUNT_PATH:
-        # sshd refuses keys readable by others; upstream sets the mode only for the root path.
+        # ssh refuses a key its owner (root) shares with anyone.
         secret["defaultMode"] = _SECRET_MODE_0600
+    else:
+        private["mode"] = _SECRET_MODE_0440
     secret["items"] = [
-        {"key": names.SSH_PRIVATE_KEY, "path": "id_rsa"},
+        private,
         {"key": names.SSH_PUBLIC_KEY, "path": "id_rsa.pub"},
         {"key": names.SSH_PUBLIC_KEY, "path": "authorized_keys"},
     ]
     return {"name": names.SSH_AUTH_VOLUME, "secret": secret}
+
+
+def with_ssh_fs_group(spec: dict[str, Any], mount_path: str) -> dict[str, Any]:
+    """Give a pod whose key is off /root/.ssh an ``fsGroup`` if it has none, so a non-root user can read it.
+
+    kubelet makes Secret files root-owned; with an fsGroup they get that group (plus g+r) and every
+    container runs with it as a supplementary group. ssh checks a key's mode only when it owns the file.
+    The group is the first container's runAsGroup or runAsUser (pod-level next), else 1000.
+    """
+    context = dict(spec.get("securityContext") or {})
+    if mount_path == DEFAULT_SSH_AUTH_MOUNT_PATH or context.get("fsGroup") is not None:
+        return spec
+    containers = spec.get("containers") or []
+    first = (containers[0].get("securityContext") or {}) if containers else {}
+    candidates = (
+        first.get("runAsGroup"),
+        context.get("runAsGroup"),
+        first.get("runAsUser"),
+        context.get("runAsUser"),
+    )
+    context["fsGroup"] = next(
+        (v for v in candidates if isinstance(v, int) and not isinstance(v, bool) and v > 0), _DEFAULT_FS_GROUP
+    )
+    return {**spec, "securityContext": context}
 
 
 def with_volumes(spec: dict[str, Any], volumes: list[dict[str, Any]]) -> dict[str, Any]:

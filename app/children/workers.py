@@ -39,7 +39,8 @@ class WorkerFactory:
             mounts=[{"name": names.SSH_AUTH_VOLUME, "mountPath": mount_path}],
             default_command=DEFAULT_WORKER_COMMAND,
         )
-        self._spec = pods.with_volumes(spec, [pods.ssh_volume(self._job, mount_path)])
+        spec = pods.with_volumes(spec, [pods.ssh_volume(self._job, mount_path)])
+        self._spec = pods.with_ssh_fs_group(spec, mount_path)
 
     def build(self, index: int) -> dict[str, Any]:
         name = names.worker_name(self._job, index)
