@@ -51,6 +51,7 @@ ROOT = Path(__file__).resolve().parent.parent
 COMPOSITE_CONTROLLER = ROOT / "metacontroller" / "compositecontroller.yaml"
 CRD = ROOT / "crds" / "kubeflow.org_mpijobs.yaml"
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
+PRIORITY_CLASS_KEY = "PriorityClass.scheduling.k8s.io/v1"
 RESPONSE_KEYS = {"status", "children", "resyncAfterSeconds", "finalized"}
 KIND_OF_RESOURCE = {
     "jobs": "Job",
@@ -436,6 +437,15 @@ class FakeMetacontroller:
         body = orjson.dumps({"controller": self.controller, "parent": self.parent, "finalizing": False})
         related: dict[str, dict[str, Any]] = {}
         for rule in customize(body)["relatedResources"]:
+            if (rule["apiVersion"], rule["resource"]) == ("scheduling.k8s.io/v1", "priorityclasses"):
+                assert "labelSelector" not in rule and "namespace" not in rule, rule
+                group = related.setdefault(PRIORITY_CLASS_KEY, {})
+                if self.version != "v2":
+                    continue  # cluster-scoped related objects reach a namespaced parent's v2 hook only
+                for (key, name), obj in self.objects.items():
+                    if key == PRIORITY_CLASS_KEY:
+                        group[name] = copy.deepcopy(obj)
+                continue
             assert rule["apiVersion"] == "v1" and rule["resource"] == "pods", rule
             selector = rule["labelSelector"]["matchLabels"]
             group = related.setdefault("Pod.v1", {})
@@ -444,6 +454,17 @@ class FakeMetacontroller:
                 if key == "Pod.v1" and all(labels.get(k) == v for k, v in selector.items()):
                     group[self._map_key(obj)] = copy.deepcopy(obj)
         return related
+
+    def add_priority_class(self, name: str, value: int) -> None:
+        """A cluster administrator creates a PriorityClass (cluster-scoped)."""
+        obj = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name, "uid": self._uid("pc")},
+            "value": value,
+        }
+        self._bump(obj)
+        self.objects[(PRIORITY_CLASS_KEY, name)] = obj
 
     def sync(self) -> Writes:
         """One sync: call the hook and apply its answer as Metacontroller would."""
