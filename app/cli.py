@@ -65,12 +65,20 @@ def _render(path: str) -> int:
         metadata.setdefault("namespace", "default")
         metadata.setdefault("uid", str(uuid.uuid4()))
         metadata.setdefault("generation", 1)
-        body = orjson.dumps({"controller": {}, "parent": job, "children": {}, "related": {}})
+        body = orjson.dumps(
+            {
+                "controller": _controller(settings.gang_scheduling),
+                "parent": job,
+                "children": {},
+                "related": {},
+            }
+        )
         result = sync(
             decode_request(body),
             now=datetime.now(UTC),
             keys=settings.key_source(),
             cluster_domain=settings.cluster_domain,
+            gang_scheduling=settings.gang_scheduling,
         )
     except (RequestError, SettingsError, yaml.YAMLError) as err:
         print(f"mpijob: {err}", file=sys.stderr)
@@ -79,6 +87,17 @@ def _render(path: str) -> int:
     documents.append({"status": result.status})
     print(yaml.safe_dump_all(documents, sort_keys=False), end="")
     return 0
+
+
+def _controller(gang_scheduling: str) -> dict[str, Any]:
+    """A CompositeController as the matching overlay declares it: with gang scheduling, its PodGroup child."""
+    from app.children.podgroup import RESOURCE as PODGROUPS
+    from app.children.podgroup import gang_scheduler
+
+    scheduler = gang_scheduler(gang_scheduling)
+    if scheduler is None:
+        return {}
+    return {"spec": {"childResources": [{"apiVersion": scheduler.api_version, "resource": PODGROUPS}]}}
 
 
 def _redact(child: dict[str, Any]) -> dict[str, Any]:

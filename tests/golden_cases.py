@@ -237,8 +237,14 @@ CASES: dict[str, Case] = {
 
 def run(request: dict[str, Any] | bytes, settings: Settings | None = None) -> dict[str, Any]:
     body = request if isinstance(request, bytes) else orjson.dumps(request)
-    domain = (settings or Settings()).cluster_domain
-    result = sync(decode_request(body), now=NOW, keys=SeededKeys(SEED), cluster_domain=domain)
+    settings = settings or Settings()
+    result = sync(
+        decode_request(body),
+        now=NOW,
+        keys=SeededKeys(SEED),
+        cluster_domain=settings.cluster_domain,
+        gang_scheduling=settings.gang_scheduling,
+    )
     return orjson.loads(orjson.dumps(result.response()))
 
 

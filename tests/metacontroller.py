@@ -484,6 +484,7 @@ class FakeMetacontroller:
             now=self.now,
             keys=self.keys,
             cluster_domain=self.settings.cluster_domain,
+            gang_scheduling=self.settings.gang_scheduling,
         )
         return orjson.loads(orjson.dumps(result.response()))
 

@@ -54,6 +54,8 @@ class ConditionType(StrEnum):
     FAILED = "Failed"
     # Ours, not upstream's: the spec fails validation (see README, compatibility table).
     INVALID = "Invalid"
+    # Ours: gang scheduling is configured but the CompositeController does not declare its PodGroup child.
+    GANG_SCHEDULING_UNAVAILABLE = "GangSchedulingUnavailable"
 
 
 KUBEFLOW_JOB_CONTROLLER = "kubeflow.org/mpi-operator"

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any, Protocol
 
+from app.api.defaults import Job
 from app.api.types import SchedulingPolicy
 from app.kube import names
 from app.kube.quantity import canonical_quantity, format_quantity, parse_quantity
@@ -87,6 +88,18 @@ class GangJob:
     annotations: Mapping[str, str] = field(default_factory=dict)
     # WaitForWorkersReady and the launcher Job is neither observed nor created in this response.
     launcher_pending: bool = False
+
+
+def gang_job(job: Job, launcher_pending: bool = False) -> GangJob:
+    return GangJob(
+        name=job.name,
+        namespace=job.namespace,
+        policy=job.run_policy.scheduling_policy,
+        launcher=job.launcher,
+        worker=job.worker,
+        annotations=job.metadata.annotations,
+        launcher_pending=launcher_pending,
+    )
 
 
 def min_member(job: GangJob) -> int:
