@@ -182,13 +182,12 @@ def next_status(
     """
     log = ConditionLog(job.status, now)
     remove_condition(log.conditions, ConditionType.INVALID)
-    if not plan.finished_before:
-        _record_gang_scheduling(log, undeclared)
     if plan.finished_before:
         replicas = _finished_replica_statuses(job.status, plan)
         times = _Times(job.status.start_time, job.status.completion_time)
     else:
         replicas, times = _active_status(job, plan, log)
+        _record_gang_scheduling(log, undeclared)
     status = render(log.conditions, replicas, times.start, times.completion, job.metadata.generation)
     return status, tuple(log.events)
 
