@@ -45,7 +45,7 @@ from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
 from app.settings import Settings
 from tests.builders import with_pod_status
-from tests.kube_schema import schema_errors
+from tests.kube_schema import CUSTOM_KINDS, custom_resource_schema, schema_errors
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSITE_CONTROLLER = ROOT / "metacontroller" / "compositecontroller.yaml"
@@ -125,6 +125,15 @@ def _plain_schema(node: Any) -> Any:
     if isinstance(node, list):
         return [_plain_schema(v) for v in node]
     return node
+
+
+def _structural_defaults(obj: dict[str, Any], schema: dict[str, Any]) -> None:
+    """The apiserver fills a custom resource's schema defaults (e.g. a Volcano PodGroup's queue)."""
+    for name, prop in schema.get("properties", {}).items():
+        if name not in obj and "default" in prop:
+            obj[name] = copy.deepcopy(prop["default"])
+        if isinstance(obj.get(name), dict):
+            _structural_defaults(obj[name], prop)
 
 
 @dataclass
@@ -568,6 +577,8 @@ class FakeMetacontroller:
             last = json.loads(current["metadata"].get("annotations", {}).get(LAST_APPLIED) or "{}")
             merged = _three_way(current, last, applied)
             merged["metadata"].setdefault("annotations", {})[LAST_APPLIED] = _compact(applied)
+            if (merged["apiVersion"], merged["kind"]) in CUSTOM_KINDS:
+                _structural_defaults(merged, custom_resource_schema(merged["apiVersion"], merged["kind"]))
             if merged != current:
                 self._admit(merged)
                 self._bump(merged)
@@ -591,6 +602,8 @@ class FakeMetacontroller:
     def _create(self, key: tuple[str, str], applied: dict[str, Any]) -> None:
         self._admit(applied)
         obj = copy.deepcopy(applied)
+        if (obj["apiVersion"], obj["kind"]) in CUSTOM_KINDS:
+            _structural_defaults(obj, custom_resource_schema(obj["apiVersion"], obj["kind"]))
         meta = obj["metadata"]
         meta.setdefault("annotations", {})[LAST_APPLIED] = _compact(applied)
         meta.update(uid=self._uid(obj["kind"].lower()), creationTimestamp=stamp(self.now))
