@@ -65,14 +65,8 @@ def _render(path: str) -> int:
         metadata.setdefault("namespace", "default")
         metadata.setdefault("uid", str(uuid.uuid4()))
         metadata.setdefault("generation", 1)
-        body = orjson.dumps(
-            {
-                "controller": _controller(settings.gang_scheduling),
-                "parent": job,
-                "children": {},
-                "related": {},
-            }
-        )
+        controller = _controller(settings.gang_scheduling)
+        body = orjson.dumps({"controller": controller, "parent": job, "children": {}, "related": {}})
         result = sync(
             decode_request(body),
             now=datetime.now(UTC),

@@ -54,7 +54,7 @@ spec:
 
 
 def render(
-    tmp_path: Path, text: str | None = None, *, path: str | None = None
+    tmp_path: Path, text: str | None = None, *, path: str | None = None, gang: str = ""
 ) -> subprocess.CompletedProcess[str]:
     """Run ``mpijob render`` on ``text`` (written to a file) or on ``path`` as given."""
     if path is None:
@@ -62,6 +62,8 @@ def render(
         file.write_text(text or "")
         path = str(file)
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_")}
+    if gang:
+        env["MPI_OPERATOR_GANG_SCHEDULING"] = gang
     return subprocess.run(
         [sys.executable, "-m", "app.cli", "render", path],
         cwd=ROOT,
@@ -112,6 +114,21 @@ def test_render_prints_every_child_then_the_status(tmp_path: Path) -> None:
     created = condition(last["status"], "Created")
     assert created is not None and created["status"] == "True"
     assert condition(last["status"], "Invalid") is None
+
+
+@pytest.mark.parametrize(
+    ("gang", "api_version"),
+    [("volcano", "scheduling.volcano.sh/v1beta1"), ("coscheduler", "scheduling.x-k8s.io/v1alpha1")],
+)
+def test_render_with_gang_scheduling_shows_the_podgroup(tmp_path: Path, gang: str, api_version: str) -> None:
+    """The preview assumes the overlay is applied: the PodGroup, and Pods that join it."""
+    *children, last = documents(render(tmp_path, TINY, gang=gang))
+    assert [(c["kind"], c["metadata"]["name"]) for c in children][3] == ("PodGroup", "tiny")
+    assert children[3]["apiVersion"] == api_version
+    assert children[3]["spec"]["minMember"] == 3
+    assert {c["spec"]["schedulerName"] for c in children if c["kind"] == "Pod"} == {gang}
+    assert children[-1]["spec"]["template"]["spec"]["schedulerName"] == gang
+    assert condition(last["status"], "GangSchedulingUnavailable") is None
 
 
 def test_render_keeps_the_namespace_of_the_file(tmp_path: Path) -> None:
