@@ -11,12 +11,15 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Any
 
+import kubernetes_validate
 import pytest
 
 from app.api.types import SchedulingPolicy
 from app.children import podgroup
 from app.children.podgroup import GangJob, GangScheduler, gang_scheduler
 from tests.kube_schema import schema_errors
+from tests.podgroup_crds import PODGROUP_API_VERSIONS, podgroup_crd
+from tests.test_crd import test_schema_is_structural as structural
 
 VOLCANO = GangScheduler("volcano")
 PLUGINS = GangScheduler("scheduler-plugins-scheduler")
@@ -450,3 +453,24 @@ def test_gang_scheduler_selection(setting: str, want: tuple[str, str, str] | Non
     assert got == want
     if scheduler is not None:
         assert scheduler.child_key == f"PodGroup.{scheduler.api_version}"
+
+
+# ------------------------------------------------------------------------------ the schemas as CRDs
+@pytest.mark.parametrize("api_version", PODGROUP_API_VERSIONS)
+def test_schema_makes_a_valid_structural_crd(api_version: str) -> None:
+    crd = podgroup_crd(api_version)
+    kubernetes_validate.validate(crd, "1.32.0", strict=True)
+    structural(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
+
+
+@pytest.mark.parametrize("api_version", PODGROUP_API_VERSIONS)
+def test_schema_rejects_what_the_scheduler_rejects(api_version: str) -> None:
+    """Our schemas are strict where the Go types are: the checks above can fail."""
+    scheduler = next(s for s in (VOLCANO, PLUGINS) if s.api_version == api_version)
+    obj = podgroup.pod_group(scheduler, job(rep(1), rep(2)), {})
+    assert schema_errors(obj) == []
+    bad = {**obj, "spec": {"minMember": -1, "minResources": {"cpu": "lots"}, "unknown": 1}}
+    problems = schema_errors(bad)
+    assert any(p.startswith("spec/minMember") for p in problems)
+    assert any(p.startswith("spec/minResources/cpu") for p in problems)
+    assert any("unknown" in p for p in problems)
