@@ -50,6 +50,8 @@ class SyncResult:
     namespace: str
     name: str
     events: tuple[Event, ...] = ()
+    # Ask Metacontroller for another sync after this many seconds (0: only when something changes).
+    resync_after_seconds: float = 0
 
     @property
     def launcher(self) -> str | None:
@@ -59,7 +61,17 @@ class SyncResult:
         return launcher if wanted else None
 
     def response(self) -> dict[str, Any]:
-        return {"status": self.status, "children": self.children, "resyncAfterSeconds": 0}
+        return {
+            "status": self.status,
+            "children": self.children,
+            "resyncAfterSeconds": self.resync_after_seconds,
+        }
+
+
+# The clean-up of a finished job (cleanPodPolicy, a launcher still running after an eviction) waits for the
+# sync after the one that stored "finished". With ignoreStatusChanges nothing else may trigger that sync, so
+# the finishing sync asks for it (found by the e2e tests: workers left running forever).
+RESYNC_AFTER_FINISHING_SECONDS = 1.0
 
 
 class _Head(BaseModel):
@@ -100,7 +112,8 @@ def _reconcile(
     status, events = next_status(job, plan, now, None if declared else scheduler)
     priorities = request.related.priority_values
     children = desired_children(job, plan, observed.secret, keys, cluster_domain, priorities)
-    return SyncResult(status, children, Outcome.SYNCED, job.namespace, job.name, events)
+    resync = RESYNC_AFTER_FINISHING_SECONDS if plan.finishing else 0
+    return SyncResult(status, children, Outcome.SYNCED, job.namespace, job.name, events, resync)
 
 
 def _left_alone(request: SyncRequest, meta: ObjectMeta) -> SyncResult:

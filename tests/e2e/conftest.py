@@ -1,0 +1,226 @@
+"""The e2e session: one control plane (or a given cluster), our CRD and CompositeController, our hook.
+
+Cluster, in this order of preference:
+  - ``MPI_HOOK_E2E_KUBECONFIG``: an existing cluster with Metacontroller installed (e.g. kind). The API is
+    read through ``kubectl proxy``; the hook listens on ``MPI_HOOK_E2E_HOOK_HOST`` (default 127.0.0.1),
+    which Metacontroller must be able to reach (for kind: the docker bridge gateway, e.g. 172.18.0.1).
+  - binaries (see controlplane.py): etcd, kube-apiserver, kube-controller-manager, Metacontroller, all
+    started here.
+  - neither: every e2e test is skipped with the reason.
+
+Parallel runs: every e2e test carries ``xdist_group("e2e")`` and ``./scripts/test`` passes
+``--dist loadgroup``, so one xdist worker runs them all against one control plane. Without it, each worker
+that gets e2e tests starts its own control plane (free ports, own directories): slower, still correct.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import httpx
+import pytest
+
+from tests.e2e import jobs
+from tests.e2e.controlplane import ControlPlane, find_binaries, metacontroller_crds, start_control_plane
+from tests.e2e.hook import Hook
+from tests.e2e.kube import Kube, wait_for
+from tests.e2e.processes import Processes, Started
+
+ROOT = Path(__file__).resolve().parents[2]
+SETTLE_SECONDS = 2.0
+
+
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    here = Path(__file__).parent
+    for item in items:
+        if here in Path(str(item.fspath)).parents:
+            item.add_marker(pytest.mark.xdist_group("e2e"))
+
+
+@dataclass
+class E2E:
+    """Everything a scenario needs: the API, the hook process, and (own control plane only) Metacontroller."""
+
+    kube: Kube
+    hook: Hook
+    plane: ControlPlane | None
+    workdir: Path
+    pokes: int = 0
+
+    def restart_metacontroller(self) -> None:
+        if self.plane is None:
+            pytest.skip("restarting Metacontroller needs the control plane started by the tests")
+        self.plane.stop_metacontroller()
+        self.plane.start_metacontroller()
+
+    def writes(self, ns: str, name: str) -> list[tuple[str, str, str]] | None:
+        """(Creating/Updating/Deleting child, kind, child) Metacontroller logged for job ns/name, in order.
+
+        None against a given cluster: its Metacontroller's log is not ours to read.
+        """
+        if self.plane is None:
+            return None
+        found = []
+        for line in (self.workdir / "metacontroller.log").read_text(errors="replace").splitlines():
+            if not line.startswith("{"):
+                continue
+            entry = json.loads(line)
+            parent, child = entry.get("parent") or {}, entry.get("child") or {}
+            if child and parent.get("namespace") == ns and parent.get("name") == name:
+                found.append((entry["msg"], child["kind"], child["name"]))
+        return found
+
+    def wait_sync(self, ns: str, name: str, before: int) -> int:
+        """Wait until the hook has answered more than ``before`` syncs of job ns/name; return the count."""
+        return wait_for(lambda: (n := self.hook.syncs(ns, name)) > before and n, 60, f"a sync of {ns}/{name}")
+
+    def poke(self, ns: str, name: str, resource: str = "mpijobs", obj: str | None = None) -> dict[str, Any]:
+        """Annotate the job (or one of its objects) and wait for the sync that follows; return the patched
+        object. Metacontroller syncs one job at a time, so after a poke every earlier sync's writes are done.
+        """
+        before = self.hook.syncs(ns, name)
+        self.pokes += 1
+        patch = {"metadata": {"annotations": {"e2e.example.com/poke": str(self.pokes)}}}
+        patched = self.kube.patch(resource, ns, obj or name, patch)
+        self.wait_sync(ns, name, before)
+        return patched
+
+    def settle(self, ns: str, pokes: dict[str, str]) -> dict[str, str]:
+        """Poke each job through one of its workers until no resourceVersion has changed for SETTLE_SECONDS
+        (the Job controller writes a Job's status up to a second after its Pods change); return them.
+
+        ``pokes`` maps job name to the worker Pod to annotate (a child event: a sync of that job, and no
+        write to the MPIJob itself). The poked Pods are left out of the versions.
+        """
+        previous: dict[str, str] = {}
+        deadline = time.monotonic() + 60
+        stable_since = time.monotonic()
+        while time.monotonic() < deadline:
+            for name, pod in pokes.items():
+                self.poke(ns, name, "pods", pod)
+            current = jobs.versions(self.kube, ns, set(pokes.values()))
+            if current != previous:
+                previous, stable_since = current, time.monotonic()
+            elif time.monotonic() - stable_since >= SETTLE_SECONDS:
+                return current
+        raise AssertionError(f"{ns} never settled: {previous}")
+
+    def log_tails(self) -> str:
+        parts = []
+        for name in ("hook", "metacontroller", "kube-controller-manager"):
+            log = self.workdir / f"{name}.log"
+            if log.exists():
+                tail = "\n".join(log.read_text(errors="replace").splitlines()[-25:])
+                parts.append(f"--- {name}.log (last 25 lines) ---\n{tail}")
+        return "\n".join(parts)
+
+
+def install_overlay(kube: Kube, workdir: Path, hook_url: str) -> str:
+    """Build the CompositeController as users get it, only its hook URLs pointed at our loopback hook."""
+    overlay = workdir / "overlay"
+    overlay.mkdir(exist_ok=True)
+    base = os.path.relpath(ROOT / "metacontroller", overlay)
+    (overlay / "kustomization.yaml").write_text(
+        "apiVersion: kustomize.config.k8s.io/v1beta1\nkind: Kustomization\n"
+        f"resources:\n- {base}\n"
+        "patches:\n"
+        "- target: {group: metacontroller.k8s.io, kind: CompositeController, name: mpi-operator-hook}\n"
+        "  patch: |-\n"
+        f"    - {{op: replace, path: /spec/hooks/sync/webhook/url, value: '{hook_url}/sync'}}\n"
+        f"    - {{op: replace, path: /spec/hooks/customize/webhook/url, value: '{hook_url}/customize'}}\n"
+    )
+    built = kube.kubectl("kustomize", str(overlay)).stdout
+    kube.kubectl("apply", "--server-side", "-f", "-", stdin=built)
+    return built
+
+
+def _install_crd(kube: Kube) -> None:
+    kube.kubectl("apply", "--server-side", "-k", str(ROOT / "crds"))
+
+    def established() -> bool:
+        crd = kube.get("customresourcedefinitions", None, "mpijobs.kubeflow.org") or {}
+        return any(
+            c["type"] == "Established" and c["status"] == "True"
+            for c in (crd.get("status") or {}).get("conditions") or []
+        )
+
+    wait_for(established, 60, "the MPIJob CRD to be Established")
+
+
+def _own_control_plane(workdir: Path, bin_dir: Path) -> tuple[Kube, ControlPlane]:
+    plane = start_control_plane(bin_dir, workdir)
+    client = httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=30)
+    kube = Kube(client, plane.kubeconfig)
+    crds = metacontroller_crds(bin_dir)
+    if crds is None:
+        plane.stop()
+        raise RuntimeError("metacontroller-crds-v1.yaml not found next to the binaries or the tarball")
+    kube.kubectl("apply", "--server-side", "-f", str(crds))
+    return kube, plane
+
+
+def _given_cluster(workdir: Path, kubeconfig: str, processes: Processes) -> Kube:
+    """An existing cluster, read through ``kubectl proxy`` (so any kubeconfig auth works)."""
+    proxy = processes.start("kubectl-proxy", ["kubectl", f"--kubeconfig={kubeconfig}", "proxy", "--port=0"])
+    address = wait_for(lambda: _proxy_address(proxy), 30, "kubectl proxy to start")
+    return Kube(httpx.Client(base_url=address, timeout=30), Path(kubeconfig))
+
+
+def _proxy_address(proxy: Started) -> str | None:
+    match = re.search(r"Starting to serve on (\S+)", proxy.tail())
+    return f"http://{match[1]}" if match else None
+
+
+@pytest.fixture(scope="session")
+def e2e(tmp_path_factory: pytest.TempPathFactory) -> Iterator[E2E]:
+    kubeconfig = os.environ.get("MPI_HOOK_E2E_KUBECONFIG")
+    bin_dir, reason = (None, "") if kubeconfig else find_binaries()
+    if not kubeconfig and bin_dir is None:
+        pytest.skip(f"e2e: {reason}")
+    workdir = tmp_path_factory.mktemp("mpi-hook-e2e")
+    plane: ControlPlane | None = None
+    processes = Processes(workdir)
+    try:
+        if kubeconfig:
+            kube = _given_cluster(workdir, kubeconfig, processes)
+        else:
+            assert bin_dir is not None
+            kube, plane = _own_control_plane(workdir, bin_dir)
+            processes = plane.processes
+        hook = Hook(processes, workdir, host=os.environ.get("MPI_HOOK_E2E_HOOK_HOST", "127.0.0.1"))
+        hook.start()
+        _install_crd(kube)
+        install_overlay(kube, workdir, hook.url)
+        if plane is not None:
+            plane.start_metacontroller()
+        yield E2E(kube, hook, plane, workdir)
+    finally:
+        processes.stop_all()
+
+
+@pytest.fixture
+def ns(e2e: E2E, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace per test (deleted afterwards, without waiting)."""
+    short = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
+    name = f"{short}-{uuid.uuid4().hex[:5]}"
+    e2e.kube.create("namespaces", None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
+    yield name
+    e2e.kube.delete("namespaces", None, name)
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Iterator[None]:
+    """On a failed e2e test, attach the tails of the hook's and Metacontroller's logs to the report."""
+    outcome = yield
+    report = outcome.get_result()
+    fixture = getattr(item, "funcargs", {}).get("e2e")
+    if report.failed and isinstance(fixture, E2E):
+        report.sections.append(("e2e logs", fixture.log_tails()))

@@ -1,0 +1,99 @@
+"""Our hook as users run it: ``uvicorn app.main:app`` in its own process, configured by ``MPI_OPERATOR_*``.
+
+It listens on a fixed loopback port chosen once, so Metacontroller's hook URLs stay valid when a test kills
+the hook and starts it again. Its log (the hook logs ``event job=<ns>/<name> type=… reason=…`` for each
+event it would raise) is one file across restarts; tests read the events from it.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import secrets
+import signal
+import sys
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.e2e.processes import Processes, Started, free_port, http_ok, wait_until_ready
+
+ROOT = Path(__file__).resolve().parents[2]
+SYNC = re.compile(r"DEBUG mpi_operator_hook sync job=(?P<job>\S+) ")
+EVENT = re.compile(
+    r"event job=(?P<job>\S+) type=(?P<type>\S+) reason=(?P<reason>\S+) message=(?P<message>.*)$"
+)
+
+
+@dataclass
+class Hook:
+    processes: Processes
+    workdir: Path
+    host: str = "127.0.0.1"
+    port: int = 0
+    started: Started | None = None
+
+    def __post_init__(self) -> None:
+        self.port = self.port or free_port()
+        self.seed_file = self.workdir / "ssh-key-seed"
+        self.seed_file.write_bytes(secrets.token_bytes(48))
+        self.seed_file.chmod(0o600)
+
+    @property
+    def url(self) -> str:
+        return f"http://{self.host}:{self.port}"
+
+    @property
+    def log(self) -> Path:
+        return self.workdir / "hook.log"
+
+    def start(self) -> None:
+        env = {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_")}
+        env.update(
+            MPI_OPERATOR_SSH_KEY_SEED_FILE=str(self.seed_file),
+            MPI_OPERATOR_CLUSTER_DOMAIN="cluster.local",
+            MPI_OPERATOR_LOG_LEVEL="DEBUG",  # one line per sync: tests count them
+            PYTHONUNBUFFERED="1",
+        )
+        argv = [
+            sys.executable,
+            "-m",
+            "uvicorn",
+            "app.main:app",
+            "--host",
+            self.host,
+            "--port",
+            str(self.port),
+            "--no-access-log",
+        ]
+        self.started = self.processes.start("hook", argv, env=env, cwd=ROOT)
+        wait_until_ready(self.started, http_ok(f"{self.url}/readyz"), 30, "the hook (uvicorn)")
+
+    def kill(self) -> None:
+        """SIGKILL, as when a node dies under the hook: no graceful shutdown."""
+        if self.started is not None:
+            self.processes.stop(self.started, signal.SIGKILL)
+            self.started = None
+
+    def stop(self) -> None:
+        if self.started is not None:
+            self.processes.stop(self.started)
+            self.started = None
+
+    def syncs(self, namespace: str, name: str) -> int:
+        """How many syncs of this job the hook has answered (all runs of the process)."""
+        text = self.log.read_text(errors="replace")
+        return sum(1 for m in SYNC.finditer(text) if m["job"] == f"{namespace}/{name}")
+
+    def events(self, namespace: str, name: str) -> list[tuple[str, str, str]]:
+        """(type, reason, message) of the events the hook logged for this job, oldest first.
+
+        Repeats in a row are one: two syncs that read the parent from Metacontroller's informer cache before
+        the first one's status write arrived both see the same transition and both log it.
+        """
+        found: list[tuple[str, str, str]] = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            match = EVENT.search(line)
+            event = (match["type"], match["reason"], match["message"]) if match else None
+            if match and match["job"] == f"{namespace}/{name}" and (not found or found[-1] != event):
+                found.append((match["type"], match["reason"], match["message"]))
+        return found

@@ -1,0 +1,136 @@
+"""TLS material for a throw-away control plane, made with ``cryptography`` (ECDSA P-256: fast to generate).
+
+One CA signs the apiserver's serving certificate (127.0.0.1, localhost, the ``kubernetes`` Service IP) and the
+admin client certificate (``O=system:masters``: cluster-admin under RBAC). A separate key pair signs
+service-account tokens. Everything lives in the run's temporary directory and dies with it.
+"""
+
+from __future__ import annotations
+
+import ipaddress
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from pathlib import Path
+
+from cryptography import x509
+from cryptography.hazmat.primitives import hashes, serialization
+from cryptography.hazmat.primitives.asymmetric import ec
+from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
+
+VALID_FOR = timedelta(days=1)
+
+
+@dataclass(frozen=True)
+class Pki:
+    ca_cert: Path
+    ca_key: Path
+    serving_cert: Path
+    serving_key: Path
+    admin_cert: Path
+    admin_key: Path
+    sa_public: Path
+    sa_private: Path
+
+
+def _key() -> ec.EllipticCurvePrivateKey:
+    return ec.generate_private_key(ec.SECP256R1())
+
+
+def _name(common: str, org: str | None = None) -> x509.Name:
+    parts = [x509.NameAttribute(NameOID.COMMON_NAME, common)]
+    if org:
+        parts.append(x509.NameAttribute(NameOID.ORGANIZATION_NAME, org))
+    return x509.Name(parts)
+
+
+def _builder(
+    subject: x509.Name, issuer: x509.Name, public: ec.EllipticCurvePublicKey
+) -> x509.CertificateBuilder:
+    now = datetime.now(UTC)
+    return (
+        x509.CertificateBuilder()
+        .subject_name(subject)
+        .issuer_name(issuer)
+        .public_key(public)
+        .serial_number(x509.random_serial_number())
+        .not_valid_before(now - timedelta(minutes=5))
+        .not_valid_after(now + VALID_FOR)
+    )
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
+    pem = key.private_bytes(
+        serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
+    )
+    path.write_bytes(pem)
+    path.chmod(0o600)
+
+
+def _write_cert(path: Path, cert: x509.Certificate) -> None:
+    path.write_bytes(cert.public_bytes(serialization.Encoding.PEM))
+
+
+def _leaf(
+    ca: tuple[x509.Certificate, ec.EllipticCurvePrivateKey], subject: x509.Name, usage: x509.ObjectIdentifier
+) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
+    key = _key()
+    builder = _builder(subject, ca[0].subject, key.public_key()).add_extension(
+        x509.ExtendedKeyUsage([usage]), critical=False
+    )
+    if usage == ExtendedKeyUsageOID.SERVER_AUTH:
+        names: list[x509.GeneralName] = [
+            x509.DNSName("localhost"),
+            x509.DNSName("kubernetes.default.svc"),
+            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
+            x509.IPAddress(ipaddress.ip_address("10.0.0.1")),
+        ]
+        builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
+    return builder.sign(ca[1], hashes.SHA256()), key
+
+
+def make_pki(directory: Path) -> Pki:
+    """Write a CA, serving and admin certificates and a service-account key pair into ``directory``."""
+    directory.mkdir(parents=True, exist_ok=True)
+    ca_key = _key()
+    ca_subject = _name("mpi-hook-e2e-ca")
+    ca_cert = (
+        _builder(ca_subject, ca_subject, ca_key.public_key())
+        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
+        .add_extension(
+            x509.KeyUsage(False, False, False, False, False, True, True, False, False), critical=True
+        )
+        .sign(ca_key, hashes.SHA256())
+    )
+    serving = _leaf((ca_cert, ca_key), _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH)
+    admin = _leaf(
+        (ca_cert, ca_key), _name("mpi-hook-e2e-admin", "system:masters"), ExtendedKeyUsageOID.CLIENT_AUTH
+    )
+    sa_key = _key()
+    pki = Pki(
+        *(
+            directory / n
+            for n in (
+                "ca.crt",
+                "ca.key",
+                "apiserver.crt",
+                "apiserver.key",
+                "admin.crt",
+                "admin.key",
+                "sa.pub",
+                "sa.key",
+            )
+        )
+    )
+    _write_cert(pki.ca_cert, ca_cert)
+    _write_key(pki.ca_key, ca_key)
+    _write_cert(pki.serving_cert, serving[0])
+    _write_key(pki.serving_key, serving[1])
+    _write_cert(pki.admin_cert, admin[0])
+    _write_key(pki.admin_key, admin[1])
+    _write_key(pki.sa_private, sa_key)
+    pki.sa_public.write_bytes(
+        sa_key.public_key().public_bytes(
+            serialization.Encoding.PEM, serialization.PublicFormat.SubjectPublicKeyInfo
+        )
+    )
+    return pki

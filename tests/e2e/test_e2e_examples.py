@@ -1,0 +1,52 @@
+"""Every manifest in examples/ applies unchanged; ``kubectl get mpijob`` shows the printer columns."""
+
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import yaml
+
+from tests.e2e import jobs
+from tests.e2e.conftest import E2E
+
+ROOT = Path(__file__).resolve().parents[2]
+EXAMPLES = sorted((ROOT / "examples").rglob("*.yaml"))
+HOST_FORMAT = {"OpenMPI": "{host} slots={slots}", "Intel": "{host}:{slots}", "MPICH": "{host}:{slots}"}
+
+
+def test_examples_apply_unchanged_and_start(e2e: E2E, ns: str) -> None:
+    kube = e2e.kube
+    assert len(EXAMPLES) >= 4
+    for path in EXAMPLES:
+        kube.kubectl("apply", "-n", ns, "-f", str(path))
+    specs = {d["metadata"]["name"]: d["spec"] for d in (yaml.safe_load(p.read_text()) for p in EXAMPLES)}
+    want: dict[str, set[str]] = {kind: set() for kind in jobs.CHILD_KINDS}
+    for name, spec in specs.items():
+        job = jobs.wait_condition(kube, ns, name, "Created")
+        assert jobs.condition_status(job) == {"Created": "True"}
+        at_startup = spec.get("launcherCreationPolicy", "AtStartup") == "AtStartup"
+        for kind, found in jobs.expected_children(
+            name, spec["mpiReplicaSpecs"]["Worker"]["replicas"], launcher=at_startup
+        ).items():
+            want[kind] |= found
+        if at_startup:  # the Job controller creates the launcher Pod at once
+            want["pods"].add(jobs.wait_launcher_pod(kube, ns, name)["metadata"]["name"])
+        hostfile = kube.get("configmaps", ns, f"{name}-config")["data"]["hostfile"]  # type: ignore[index]
+        fmt = HOST_FORMAT[spec.get("mpiImplementation", "OpenMPI")]
+        hosts = [
+            f"{name}-worker-{i}.{name}.{ns}.svc.cluster.local"
+            for i in range(spec["mpiReplicaSpecs"]["Worker"]["replicas"])
+        ]
+        assert hostfile == "".join(fmt.format(host=h, slots=spec["slotsPerWorker"]) + "\n" for h in hosts)
+    jobs.wait_children(kube, ns, want)
+
+    table = kube.kubectl("get", "mpijob", "-n", ns).stdout.splitlines()
+    assert re.split(r"\s+", table[0].strip()) == ["NAME", "WORKERS", "SLOTS", "STATE", "AGE"]
+    rows = {cells[0]: cells[1:4] for cells in (re.split(r"\s+", line.strip()) for line in table[1:])}
+    assert rows == {
+        name: [str(spec["mpiReplicaSpecs"]["Worker"]["replicas"]), str(spec["slotsPerWorker"]), "Created"]
+        for name, spec in specs.items()
+    }
+    wide = kube.kubectl("get", "mpijob", "-n", ns, "-o", "wide").stdout.splitlines()
+    assert re.split(r"\s+", wide[0].strip()) == ["NAME", "WORKERS", "SLOTS", "IMPL", "STATE", "AGE"]
