@@ -215,7 +215,12 @@ class FakeMetacontroller:
         self._uids = 0
         self._resource_version = 1000
         self._status_schema = _status_schema()
-        spec = self.controller["spec"]
+        self.replace_controller(self.controller)
+
+    def replace_controller(self, controller: dict[str, Any]) -> None:
+        """``kubectl apply`` a new CompositeController (e.g. an overlay): declared kinds and hooks change."""
+        self.controller = controller
+        spec = controller["spec"]
         self.strategies = {
             _gvk_key(c["apiVersion"], KIND_OF_RESOURCE[c["resource"]]): c.get("updateStrategy", {}).get(
                 "method", "OnDelete"

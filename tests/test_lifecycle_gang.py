@@ -21,7 +21,6 @@ from tests.builders import mpijob
 from tests.metacontroller import COMPOSITE_CONTROLLER, FakeMetacontroller, Golden, Writes
 from tests.test_lifecycle import (
     CONFIGMAP,
-    CREATED,
     LAUNCHER,
     RESUMED,
     RUNNING,
@@ -288,7 +287,9 @@ def test_priority_classes_rank_the_gang(update_golden: bool) -> None:
 
 def test_podgroup_child_not_declared(update_golden: bool) -> None:
     """The setting names Volcano but the CompositeController is the base one: the job runs without a
-    PodGroup and without scheduler decoration, and its status says which overlay to apply.
+    PodGroup and without scheduler decoration, and its status says which overlay to apply. Once the
+    overlay is applied the running job gets its PodGroup and loses the notice (its existing Pods keep
+    their scheduler: Pods are never updated).
     """
     mc = FakeMetacontroller(
         settings=Settings(gang_scheduling="volcano"),
@@ -296,7 +297,7 @@ def test_podgroup_child_not_declared(update_golden: bool) -> None:
     )
     mc.apply_mpijob(job())
     assert mc.sync() == Writes(status=1, created=[SERVICE, CONFIGMAP, SECRET, pod(0), pod(1), LAUNCHER])
-    condition = mc.status["conditions"][-1]
+    condition = mc.status["conditions"][0]
     assert (condition["type"], condition["status"], condition["reason"]) == (
         "GangSchedulingUnavailable",
         "True",
@@ -308,6 +309,12 @@ def test_podgroup_child_not_declared(update_golden: bool) -> None:
     steady(mc)
     run_workers_and_launcher_without_gang(mc)
 
+    mc.advance(10)
+    mc.replace_controller(overlay(SCHEDULERS["volcano"][0])[0])
+    assert mc.sync() == Writes(status=1, created=[SCHEDULERS["volcano"][1]])
+    assert_conditions(mc, RUNNING)
+    steady(mc)
+
 
 def run_workers_and_launcher_without_gang(mc: FakeMetacontroller) -> None:
     mc.advance(10)
@@ -316,9 +323,5 @@ def run_workers_and_launcher_without_gang(mc: FakeMetacontroller) -> None:
     steady(mc)
     assert_conditions(
         mc,
-        {
-            **CREATED,
-            "GangSchedulingUnavailable": ("True", "PodGroupChildNotDeclared"),
-            "Running": ("True", "MPIJobRunning"),
-        },
+        {"GangSchedulingUnavailable": ("True", "PodGroupChildNotDeclared"), **RUNNING},
     )

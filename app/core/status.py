@@ -187,7 +187,8 @@ def next_status(
         times = _Times(job.status.start_time, job.status.completion_time)
     else:
         replicas, times = _active_status(job, plan, log)
-        _record_gang_scheduling(log, undeclared)
+    # A finished job keeps what it ran with; it only loses the notice once the overlay is applied.
+    _record_gang_scheduling(log, None if plan.finished_before else undeclared)
     status = render(log.conditions, replicas, times.start, times.completion, job.metadata.generation)
     return status, tuple(log.events)
 
@@ -241,7 +242,9 @@ def _record_gang_scheduling(log: ConditionLog, undeclared: GangScheduler | None)
         f" declare the PodGroup child ({undeclared.api_version} {PODGROUPS}); apply {undeclared.overlay}/."
         " The job runs without gang scheduling."
     )
-    log.set(kind, "True", REASON_PODGROUP_NOT_DECLARED, message, "Warning")
+    if log.set(kind, "True", REASON_PODGROUP_NOT_DECLARED, message, "Warning"):
+        # First, not last: the last condition is the job's state (kubectl's STATE column).
+        log.conditions.insert(0, log.conditions.pop())
 
 
 def _record_suspension(log: ConditionLog, plan: Plan) -> bool:

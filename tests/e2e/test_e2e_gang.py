@@ -268,6 +268,10 @@ def test_podgroup_child_not_declared(gang: Gang, ns: str) -> None:
         "GangSchedulingUnavailable": "True",
         "Running": "True",
     }
+    # The notice goes first: kubectl's STATE column (the last condition) still says Running.
+    assert job["status"]["conditions"][0]["type"] == "GangSchedulingUnavailable"
+    columns = kube.kubectl("get", "mpijob", name, "-n", ns, "--no-headers").stdout.split()
+    assert "Running" in columns
     assert all(
         "schedulerName" not in p["spec"] or p["spec"]["schedulerName"] == "default-scheduler"
         for p in jobs.worker_pods(kube, ns, name)
