@@ -187,8 +187,9 @@ def next_status(
         times = _Times(job.status.start_time, job.status.completion_time)
     else:
         replicas, times = _active_status(job, plan, log)
-    # A finished job keeps what it ran with; it only loses the notice once the overlay is applied.
-    _record_gang_scheduling(log, None if plan.finished_before else undeclared)
+    # A finished job gets no new notice, and loses an old one once the overlay is applied.
+    if not (plan.finished_before and undeclared is not None):
+        _record_gang_scheduling(log, undeclared)
     status = render(log.conditions, replicas, times.start, times.completion, job.metadata.generation)
     return status, tuple(log.events)
 
