@@ -98,6 +98,17 @@ def _name(job: dict[str, Any]) -> str:
     return str(name or "<no name>")
 
 
+def _controller(gang_scheduling: str) -> dict[str, Any]:
+    """A CompositeController as the matching overlay declares it: with gang scheduling, its PodGroup child."""
+    from app.children.podgroup import RESOURCE as PODGROUPS
+    from app.children.podgroup import gang_scheduler
+
+    scheduler = gang_scheduler(gang_scheduling)
+    if scheduler is None:
+        return {}
+    return {"spec": {"childResources": [{"apiVersion": scheduler.api_version, "resource": PODGROUPS}]}}
+
+
 def _first_sync(job: dict[str, Any], settings: Any, namespace: str | None) -> Any:
     """The hook's answer to Metacontroller's first request about this job (no children exist yet)."""
     from app.core.sync import sync
@@ -109,12 +120,14 @@ def _first_sync(job: dict[str, Any], settings: Any, namespace: str | None) -> An
     metadata.setdefault("uid", str(uuid.uuid4()))
     metadata.setdefault("generation", 1)
     job["metadata"] = metadata
-    body = orjson.dumps({"controller": {}, "parent": job, "children": {}, "related": {}})
+    controller = _controller(settings.gang_scheduling)
+    body = orjson.dumps({"controller": controller, "parent": job, "children": {}, "related": {}})
     return sync(
         decode_request(body),
         now=datetime.now(UTC),
         keys=settings.key_source(),
         cluster_domain=settings.cluster_domain,
+        gang_scheduling=settings.gang_scheduling,
     )
 
 

@@ -48,7 +48,13 @@ class Hook:
     def answer_sync(self, body: bytes) -> tuple[SyncResult, bytes]:
         request = decode_request(body)
         now = datetime.now(UTC)
-        result = sync(request, now=now, keys=self.keys, cluster_domain=self.settings.cluster_domain)
+        result = sync(
+            request,
+            now=now,
+            keys=self.keys,
+            cluster_domain=self.settings.cluster_domain,
+            gang_scheduling=self.settings.gang_scheduling,
+        )
         return result, orjson.dumps(result.response())
 
 
@@ -58,8 +64,8 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
         logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
     log.setLevel(settings.log_level)
     if settings.gang_scheduling:
-        log.warning(
-            "MPI_OPERATOR_GANG_SCHEDULING=%s is accepted but not acted on yet: no PodGroups are created",
+        log.info(
+            "gang scheduling with scheduler %s: one PodGroup per MPIJob (the overlay declares the child)",
             settings.gang_scheduling,
         )
     app = FastAPI(title="mpi-operator-hook", docs_url=None, redoc_url=None, openapi_url=None)

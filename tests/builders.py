@@ -208,9 +208,24 @@ _CHILD_KEYS = {
     "Secret": "Secret.v1",
     "ConfigMap": "ConfigMap.v1",
 }
+# The PodGroup child an overlay adds to the CompositeController, by the hook's gang scheduling setting.
+PODGROUP_API_VERSIONS = {
+    "volcano": "scheduling.volcano.sh/v1beta1",
+    "plugins": "scheduling.x-k8s.io/v1alpha1",
+}
 
 
-def controller(*, customize: bool = True, version: str = "v2") -> dict[str, Any]:
+def priority_class(name: str, value: int) -> dict[str, Any]:
+    return {
+        "apiVersion": "scheduling.k8s.io/v1",
+        "kind": "PriorityClass",
+        "metadata": {"name": name, "uid": f"pc-{name}"},
+        "value": value,
+    }
+
+
+def controller(*, customize: bool = True, version: str = "v2", podgroup: str | None = None) -> dict[str, Any]:
+    """The CompositeController; ``podgroup`` ("volcano" or "plugins") adds that overlay's PodGroup."""
     hooks: dict[str, Any] = {"sync": {"version": version, "webhook": {"url": "http://hook:8080/sync"}}}
     if customize:
         hooks["customize"] = {"version": version, "webhook": {"url": "http://hook:8080/customize"}}
@@ -221,6 +236,8 @@ def controller(*, customize: bool = True, version: str = "v2") -> dict[str, Any]
         ("v1", "secrets", "OnDelete"),
         ("v1", "configmaps", "InPlace"),
     ]
+    if podgroup is not None:
+        resources.append((PODGROUP_API_VERSIONS[podgroup], "podgroups", "InPlace"))
     return {
         "apiVersion": "metacontroller.k8s.io/v1alpha1",
         "kind": "CompositeController",
@@ -243,21 +260,35 @@ def sync_request(
     *,
     version: str = "v2",
     customize: bool = True,
+    podgroup: str | None = None,
+    priority_classes: list[dict[str, Any]] = (),  # type: ignore[assignment]
 ) -> dict[str, Any]:
-    """A request in Metacontroller's shape: every declared kind present, keys per hook version."""
+    """A request in Metacontroller's shape: every declared kind present, keys per hook version.
+
+    With a ``podgroup`` child declared, the customize hook also asks for PriorityClasses (cluster-scoped:
+    keyed by name; Metacontroller delivers them to v2 hooks only).
+    """
 
     def key(obj: dict[str, Any]) -> str:
         meta = obj["metadata"]
+        if "namespace" not in meta and obj.get("kind") == "PriorityClass":
+            return str(meta["name"])
         return f"{meta.get('namespace', 'default')}/{meta['name']}" if version == "v2" else meta["name"]
 
-    grouped: dict[str, dict[str, Any]] = {k: {} for k in _CHILD_KEYS.values()}
+    keys = dict(_CHILD_KEYS)
+    if podgroup is not None:
+        keys["PodGroup"] = f"PodGroup.{PODGROUP_API_VERSIONS[podgroup]}"
+    grouped: dict[str, dict[str, Any]] = {k: {} for k in keys.values()}
     for child in children:
-        grouped[_CHILD_KEYS[child["kind"]]][key(child)] = child
+        grouped[keys[child["kind"]]][key(child)] = child
     related_map: dict[str, Any] = {}
     if customize:
         related_map["Pod.v1"] = {key(p): p for p in related}
+        if podgroup is not None:
+            classes = priority_classes if version == "v2" else []
+            related_map["PriorityClass.scheduling.k8s.io/v1"] = {key(c): c for c in classes}
     return {
-        "controller": controller(customize=customize, version=version),
+        "controller": controller(customize=customize, version=version, podgroup=podgroup),
         "parent": parent,
         "children": grouped,
         "related": related_map,

@@ -20,9 +20,11 @@ from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
 from app.settings import Settings
 from tests.builders import (
+    MPIJobBuilder,
     launcher_pod,
     mpijob,
     observe,
+    priority_class,
     sync_request,
     with_job_status,
     with_pod_status,
@@ -76,9 +78,12 @@ class Case:
     doc: str = ""
 
 
-def first_sync_children(job: dict[str, Any], **settings: str) -> list[dict[str, Any]]:
+def first_sync_children(
+    job: dict[str, Any], podgroup: str | None = None, **settings: str
+) -> list[dict[str, Any]]:
     """The children the hook creates on a first sync, as Metacontroller would list them afterwards."""
-    return [observe(c) for c in run(sync_request(job), Settings(**settings))["children"]]
+    request = sync_request(job, podgroup=podgroup, priority_classes=PRIORITY_CLASSES)
+    return [observe(c) for c in run(request, Settings(**settings))["children"]]
 
 
 def running(children: list[dict[str, Any]], ready: bool = True) -> list[dict[str, Any]]:
@@ -172,6 +177,89 @@ def _scale_down() -> dict[str, Any]:
     return sync_request(job.generation(2).workers(2).build(), children, LAUNCHER_RUNNING)
 
 
+# --- gang scheduling: settings as the overlays set them, the overlay's PodGroup child declared -------------
+
+VOLCANO = {"gang_scheduling": "volcano"}
+PLUGINS = {"gang_scheduling": "scheduler-plugins-scheduler"}
+PRIORITY_CLASSES = [priority_class("high", 100_010), priority_class("low", 10_010)]
+GANG_KIND = {"volcano": VOLCANO, "plugins": PLUGINS}
+GANG_RUNNING_STATUS = {
+    **RUNNING_STATUS,
+    "replicaStatuses": {"Launcher": {"active": 1}, "Worker": {"active": 4}},
+}
+
+
+def gang_job() -> MPIJobBuilder:
+    """4 workers; the launcher has the higher PriorityClass; the worker template names its own scheduler."""
+    worker = "spec.mpiReplicaSpecs.Worker.template.spec"
+    return (
+        mpijob()
+        .workers(4)
+        .set("spec.mpiReplicaSpecs.Launcher.template.spec.priorityClassName", "high")
+        .set(f"{worker}.priorityClassName", "low")
+        .set(f"{worker}.schedulerName", "my-scheduler")
+    )
+
+
+def _gang(job: MPIJobBuilder) -> dict[str, Any]:
+    built = job.build()
+    worker = built["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]
+    worker["containers"] = [
+        {
+            "name": "worker",
+            "image": "mpioperator/mpi-pi:openmpi",
+            "resources": {"requests": {"cpu": "2", "memory": "4Gi"}, "limits": {"nvidia.com/gpu": "1"}},
+        }
+    ]
+    return built
+
+
+def _gang_running(kind: str, job: MPIJobBuilder) -> list[dict[str, Any]]:
+    return running(first_sync_children(_gang(job), kind, **GANG_KIND[kind]))
+
+
+def _gang_request(
+    kind: str, job: MPIJobBuilder, children: list[dict[str, Any]], related: Any = ()
+) -> dict[str, Any]:
+    return sync_request(_gang(job), children, list(related), podgroup=kind, priority_classes=PRIORITY_CLASSES)
+
+
+def _gang_wait_for_workers(ready: bool) -> dict[str, Any]:
+    job = gang_job().wait_for_workers().status(CREATED_STATUS)
+    children = [c for c in first_sync_children(_gang(job), "volcano", **VOLCANO) if c["kind"] != "Job"]
+    return _gang_request("volcano", job, running(children, ready=ready))
+
+
+def _gang_suspended() -> dict[str, Any]:
+    job = gang_job().status(GANG_RUNNING_STATUS)
+    children = _gang_running("volcano", job)
+    return _gang_request("volcano", job.suspend().generation(2), children, LAUNCHER_RUNNING)
+
+
+def _gang_finished(kind: str, clean_pod_policy: str) -> dict[str, Any]:
+    """The sync after the one that stored Succeeded (with its completionTime)."""
+    job = gang_job().run_policy(cleanPodPolicy=clean_pod_policy).status(GANG_RUNNING_STATUS)
+    children = []
+    for child in _gang_running(kind, job):
+        if child["kind"] == "Job":
+            child = with_job_status(
+                child,
+                succeeded=1,
+                startTime="2026-05-04T09:00:01Z",
+                completionTime="2026-05-04T09:00:29Z",
+                conditions=[
+                    {"type": "Complete", "status": "True", "lastTransitionTime": "2026-05-04T09:00:29Z"}
+                ],
+            )
+        children.append(child)
+    finishing = run(_gang_request(kind, job, children), Settings(**GANG_KIND[kind]))
+    return _gang_request(kind, job.status(finishing["status"]), children)
+
+
+def _gang_not_declared() -> dict[str, Any]:
+    return sync_request(_gang(gang_job()))
+
+
 def _hook_v1_keys() -> dict[str, Any]:
     job = mpijob().status(RUNNING_STATUS)
     return sync_request(job.build(), running(first_sync_children(job.build())), version="v1", customize=False)
@@ -232,13 +320,77 @@ CASES: dict[str, Case] = {
         _resumed, doc="Suspended=False/MPIJobResumed, startTime set, workers and launcher created"
     ),
     "hook-v1-keys-no-customize": Case(_hook_v1_keys),
+    "volcano-first-sync": Case(
+        lambda: _gang_request(
+            "volcano",
+            gang_job()
+            .set("metadata.annotations", {"scheduling.volcano.sh/queue-name": "research"})
+            .run_policy(schedulingPolicy={"minAvailable": 3}),
+            [],
+        ),
+        settings=VOLCANO,
+        doc="minMember 3: the high-priority launcher and 2 workers count; queue from the annotation",
+    ),
+    "scheduler-plugins-first-sync": Case(
+        lambda: _gang_request(
+            "plugins",
+            gang_job().run_policy(schedulingPolicy={"scheduleTimeoutSeconds": 120, "queue": "ignored"}),
+            [],
+        ),
+        settings=PLUGINS,
+        doc="minMember workers+1, minResources from requests and (gpu) limits, pod-group label",
+    ),
+    "scheduler-plugins-running-steady": Case(
+        lambda: _gang_request(
+            "plugins",
+            gang_job().status(GANG_RUNNING_STATUS),
+            _gang_running("plugins", gang_job()),
+            LAUNCHER_RUNNING,
+        ),
+        settings=PLUGINS,
+        doc="every child exists: the same PodGroup again",
+    ),
+    "volcano-wait-for-workers-pending": Case(
+        lambda: _gang_wait_for_workers(ready=False),
+        settings=VOLCANO,
+        doc="no launcher yet: minMember counts the 4 workers only (upstream #608 deadlocks here)",
+    ),
+    "volcano-wait-for-workers-ready": Case(
+        lambda: _gang_wait_for_workers(ready=True),
+        settings=VOLCANO,
+        doc="the launcher is created and the PodGroup now counts it",
+    ),
+    "volcano-suspended": Case(
+        _gang_suspended, settings=VOLCANO, doc="PodGroup, workers and launcher dropped"
+    ),
+    "scheduler-plugins-finished-clean-running": Case(
+        lambda: _gang_finished("plugins", "Running"),
+        settings=PLUGINS,
+        doc="cleanPodPolicy Running drops the PodGroup",
+    ),
+    "volcano-finished-clean-none": Case(
+        lambda: _gang_finished("volcano", "None"),
+        settings=VOLCANO,
+        doc="cleanPodPolicy None keeps the PodGroup",
+    ),
+    "volcano-podgroup-not-declared": Case(
+        _gang_not_declared,
+        settings=VOLCANO,
+        doc="no PodGroup child declared: no PodGroup, Pods not decorated, GangSchedulingUnavailable says why",
+    ),
 }
 
 
 def run(request: dict[str, Any] | bytes, settings: Settings | None = None) -> dict[str, Any]:
     body = request if isinstance(request, bytes) else orjson.dumps(request)
-    domain = (settings or Settings()).cluster_domain
-    result = sync(decode_request(body), now=NOW, keys=SeededKeys(SEED), cluster_domain=domain)
+    settings = settings or Settings()
+    result = sync(
+        decode_request(body),
+        now=NOW,
+        keys=SeededKeys(SEED),
+        cluster_domain=settings.cluster_domain,
+        gang_scheduling=settings.gang_scheduling,
+    )
     return orjson.loads(orjson.dumps(result.response()))
 
 
@@ -246,6 +398,8 @@ def all_cases() -> list[tuple[str, Path, dict[str, str]]]:
     """(name, request file, settings) for every golden case: builder cases and the wire fixtures."""
     cases = [(name, GOLDEN / name / "request.json", case.settings) for name, case in CASES.items()]
     cases += [(f"wire-{p.stem}", p, {}) for p in sorted(WIRE.glob("*.json"))]
+    # The recorded controller declares both PodGroup kinds (hook v1: no PriorityClasses delivered).
+    cases += [(f"wire-{p.stem}-volcano", p, VOLCANO) for p in sorted(WIRE.glob("*01-first-sync*.json"))]
     return cases
 
 

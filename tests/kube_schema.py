@@ -7,8 +7,11 @@ thousands of objects, so the validators are built once from the same files and t
 
 from __future__ import annotations
 
+import copy
 import functools
+import json
 import re
+from pathlib import Path
 from typing import Any
 
 import jsonschema
@@ -30,8 +33,49 @@ def _folder() -> str:
     return f"v{KUBERNETES_VERSION}-local-strict"
 
 
+# Custom resources we emit: our own schemas, written from each project's Go API types (tests/schemas/).
+OWN_SCHEMAS = Path(__file__).parent / "schemas"
+CUSTOM_KINDS = {
+    ("scheduling.volcano.sh/v1beta1", "PodGroup"): "podgroup-scheduling.volcano.sh-v1beta1.json",
+    ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): "podgroup-scheduling.x-k8s.io-v1alpha1.json",
+}
+
+
+def custom_resource_schema(api_version: str, kind: str) -> dict[str, Any]:
+    """The structural schema of a custom resource (as a CRD's ``openAPIV3Schema``)."""
+    loaded: dict[str, Any] = json.loads((OWN_SCHEMAS / CUSTOM_KINDS[(api_version, kind)]).read_text())
+    return loaded
+
+
+def _strict(node: Any) -> Any:
+    """Unknown fields are errors (kubectl's strict field validation), as in the Kubernetes schemas."""
+    if isinstance(node, dict):
+        node = {k: _strict(v) for k, v in node.items()}
+        if "properties" in node and "additionalProperties" not in node:
+            node["additionalProperties"] = False
+    elif isinstance(node, list):
+        node = [_strict(v) for v in node]
+    return node
+
+
+def _custom_validator(api_version: str, kind: str) -> jsonschema.protocols.Validator:
+    schema = _strict(copy.deepcopy(custom_resource_schema(api_version, kind)))
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["$id"] = f"https://kubernetes.io/api/{kind.lower()}/{api_version}"
+    schema["properties"]["apiVersion"]["enum"] = [api_version]
+    schema["properties"]["kind"]["enum"] = [kind]
+    schema["properties"]["metadata"] = {
+        "$ref": "/api/_definitions.json#/$defs/io.k8s.apimachinery.pkg.apis.meta.v1.ObjectMeta"
+    }
+    schema["required"] = ["apiVersion", "kind", "metadata"]
+    registry = _definitions() @ (Resource.from_contents(schema) @ Registry())
+    return jsonschema.validators.Draft202012Validator(schema, registry=registry)
+
+
 @functools.cache
 def validator(api_version: str, kind: str) -> jsonschema.protocols.Validator:
+    if (api_version, kind) in CUSTOM_KINDS:
+        return _custom_validator(api_version, kind)
     group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     schema = schema_contents(
         f"kubernetes-json-schema/{_folder()}/{kind.lower()}-{group_version}.json", KUBERNETES_VERSION

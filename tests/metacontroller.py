@@ -45,12 +45,13 @@ from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
 from app.settings import Settings
 from tests.builders import with_pod_status
-from tests.kube_schema import schema_errors
+from tests.kube_schema import CUSTOM_KINDS, custom_resource_schema, schema_errors
 
 ROOT = Path(__file__).resolve().parent.parent
 COMPOSITE_CONTROLLER = ROOT / "metacontroller" / "compositecontroller.yaml"
 CRD = ROOT / "crds" / "kubeflow.org_mpijobs.yaml"
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
+PRIORITY_CLASS_KEY = "PriorityClass.scheduling.k8s.io/v1"
 RESPONSE_KEYS = {"status", "children", "resyncAfterSeconds", "finalized"}
 KIND_OF_RESOURCE = {
     "jobs": "Job",
@@ -124,6 +125,15 @@ def _plain_schema(node: Any) -> Any:
     if isinstance(node, list):
         return [_plain_schema(v) for v in node]
     return node
+
+
+def _structural_defaults(obj: dict[str, Any], schema: dict[str, Any]) -> None:
+    """The apiserver fills a custom resource's schema defaults (e.g. a Volcano PodGroup's queue)."""
+    for name, prop in schema.get("properties", {}).items():
+        if name not in obj and "default" in prop:
+            obj[name] = copy.deepcopy(prop["default"])
+        if isinstance(obj.get(name), dict):
+            _structural_defaults(obj[name], prop)
 
 
 @dataclass
@@ -205,7 +215,12 @@ class FakeMetacontroller:
         self._uids = 0
         self._resource_version = 1000
         self._status_schema = _status_schema()
-        spec = self.controller["spec"]
+        self.replace_controller(self.controller)
+
+    def replace_controller(self, controller: dict[str, Any]) -> None:
+        """``kubectl apply`` a new CompositeController (e.g. an overlay): declared kinds and hooks change."""
+        self.controller = controller
+        spec = controller["spec"]
         self.strategies = {
             _gvk_key(c["apiVersion"], KIND_OF_RESOURCE[c["resource"]]): c.get("updateStrategy", {}).get(
                 "method", "OnDelete"
@@ -436,6 +451,15 @@ class FakeMetacontroller:
         body = orjson.dumps({"controller": self.controller, "parent": self.parent, "finalizing": False})
         related: dict[str, dict[str, Any]] = {}
         for rule in customize(body)["relatedResources"]:
+            if (rule["apiVersion"], rule["resource"]) == ("scheduling.k8s.io/v1", "priorityclasses"):
+                assert "labelSelector" not in rule and "namespace" not in rule, rule
+                group = related.setdefault(PRIORITY_CLASS_KEY, {})
+                if self.version != "v2":
+                    continue  # cluster-scoped related objects reach a namespaced parent's v2 hook only
+                for (key, name), obj in self.objects.items():
+                    if key == PRIORITY_CLASS_KEY:
+                        group[name] = copy.deepcopy(obj)
+                continue
             assert rule["apiVersion"] == "v1" and rule["resource"] == "pods", rule
             selector = rule["labelSelector"]["matchLabels"]
             group = related.setdefault("Pod.v1", {})
@@ -444,6 +468,17 @@ class FakeMetacontroller:
                 if key == "Pod.v1" and all(labels.get(k) == v for k, v in selector.items()):
                     group[self._map_key(obj)] = copy.deepcopy(obj)
         return related
+
+    def add_priority_class(self, name: str, value: int) -> None:
+        """A cluster administrator creates a PriorityClass (cluster-scoped)."""
+        obj = {
+            "apiVersion": "scheduling.k8s.io/v1",
+            "kind": "PriorityClass",
+            "metadata": {"name": name, "uid": self._uid("pc")},
+            "value": value,
+        }
+        self._bump(obj)
+        self.objects[(PRIORITY_CLASS_KEY, name)] = obj
 
     def sync(self) -> Writes:
         """One sync: call the hook and apply its answer as Metacontroller would."""
@@ -463,6 +498,7 @@ class FakeMetacontroller:
             now=self.now,
             keys=self.keys,
             cluster_domain=self.settings.cluster_domain,
+            gang_scheduling=self.settings.gang_scheduling,
         )
         return orjson.loads(orjson.dumps(result.response()))
 
@@ -546,6 +582,8 @@ class FakeMetacontroller:
             last = json.loads(current["metadata"].get("annotations", {}).get(LAST_APPLIED) or "{}")
             merged = _three_way(current, last, applied)
             merged["metadata"].setdefault("annotations", {})[LAST_APPLIED] = _compact(applied)
+            if (merged["apiVersion"], merged["kind"]) in CUSTOM_KINDS:
+                _structural_defaults(merged, custom_resource_schema(merged["apiVersion"], merged["kind"]))
             if merged != current:
                 self._admit(merged)
                 self._bump(merged)
@@ -569,6 +607,8 @@ class FakeMetacontroller:
     def _create(self, key: tuple[str, str], applied: dict[str, Any]) -> None:
         self._admit(applied)
         obj = copy.deepcopy(applied)
+        if (obj["apiVersion"], obj["kind"]) in CUSTOM_KINDS:
+            _structural_defaults(obj, custom_resource_schema(obj["apiVersion"], obj["kind"]))
         meta = obj["metadata"]
         meta.setdefault("annotations", {})[LAST_APPLIED] = _compact(applied)
         meta.update(uid=self._uid(obj["kind"].lower()), creationTimestamp=stamp(self.now))

@@ -215,6 +215,22 @@ def test_render_settings_come_from_flags_before_the_environment() -> None:
     assert "pi-worker-0.pi.default.svc.from.flag slots=1" in from_flag.stdout
 
 
+@pytest.mark.parametrize(
+    ("gang", "api_version"),
+    [("volcano", "scheduling.volcano.sh/v1beta1"), ("coscheduler", "scheduling.x-k8s.io/v1alpha1")],
+)
+def test_render_with_gang_scheduling_shows_the_podgroup(gang: str, api_version: str) -> None:
+    """The preview assumes the overlay is applied: the PodGroup, and Pods that join it."""
+    done = mpijob("render", "--gang-scheduling", gang, str(PI))
+    children = objects(done)
+    podgroups = [c for c in children if c["kind"] == "PodGroup"]
+    assert [(p["apiVersion"], p["metadata"]["name"]) for p in podgroups] == [(api_version, "pi")]
+    assert {c["spec"]["schedulerName"] for c in children if c["kind"] == "Pod"} == {gang}
+    launcher = next(c for c in children if c["kind"] == "Job")
+    assert launcher["spec"]["template"]["spec"]["schedulerName"] == gang
+    assert "GangSchedulingUnavailable" not in done.stdout
+
+
 def test_render_rejects_a_bad_setting_naming_the_flag() -> None:
     done = mpijob("render", "--cluster-domain", "Not_A_Domain", str(PI))
     assert done.returncode == 2

@@ -506,6 +506,10 @@ INVALID = {
         with_(pi(), "spec.runPolicy.schedulingPolicy", {"minAvailable": -1}),
         {("schema", "spec.runPolicy.schedulingPolicy.minAvailable", "minimum")},
     ),
+    "negative scheduleTimeoutSeconds": (
+        with_(pi(), "spec.runPolicy.schedulingPolicy", {"scheduleTimeoutSeconds": -1}),
+        {("schema", "spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds", "minimum")},
+    ),
     "bad minResources quantity": (
         with_(pi(), "spec.runPolicy.schedulingPolicy", {"minResources": {"cpu": "lots"}}),
         {("schema", "spec.runPolicy.schedulingPolicy.minResources.cpu", "pattern")},

@@ -47,7 +47,12 @@ def test_children_leave_ownership_to_metacontroller(
         assert "ownerReferences" not in text, label(child)
         assert '"controller-uid"' not in text, label(child)
         assert child["metadata"]["name"]
-        assert child.get("apiVersion") in {"v1", "batch/v1"}, label(child)
+        assert child.get("apiVersion") in {
+            "v1",
+            "batch/v1",
+            "scheduling.volcano.sh/v1beta1",
+            "scheduling.x-k8s.io/v1alpha1",
+        }, label(child)
 
 
 @pytest.mark.parametrize(("name", "request_file", "settings"), BUILT, ids=[c[0] for c in BUILT])
@@ -68,7 +73,7 @@ def test_built_children_quantities_are_canonical(
 ) -> None:
     for child in emitted(request_file, settings):
         for path, value in walk(child):
-            if path.endswith((".limits", ".requests")) and isinstance(value, dict):
+            if path.endswith((".limits", ".requests", ".minResources")) and isinstance(value, dict):
                 for quantity in value.values():
                     assert isinstance(quantity, str), f"{label(child)} {path}: {quantity!r} is not a string"
                     assert canonical_quantity(quantity) == quantity, f"{label(child)} {path}"

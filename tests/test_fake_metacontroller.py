@@ -752,6 +752,23 @@ def test_launcher_pods_are_related_only_with_the_customize_hook_and_never_childr
     assert pod not in {o["metadata"]["name"] for o in request["children"]["Pod.v1"].values()}
 
 
+@pytest.mark.parametrize(("version", "delivered"), [("v1", set()), ("v2", {"high"})])
+def test_priority_classes_are_related_with_a_podgroup_child_and_v2_hooks_only(
+    version: str, delivered: set[str]
+) -> None:
+    controller = composite_controller(version=version)
+    controller["spec"]["childResources"].append(
+        {"apiVersion": "scheduling.volcano.sh/v1beta1", "resource": "podgroups"}
+    )
+    mc = fresh(controller)
+    mc.add_priority_class("high", 1000)
+    assert set(mc.request()["related"]["PriorityClass.scheduling.k8s.io/v1"]) == delivered
+
+    base = fresh(composite_controller(version=version))
+    base.add_priority_class("high", 1000)
+    assert set(base.request()["related"]) == {"Pod.v1"}
+
+
 def _foreign(kind: str, name: str, *, owner_uid: str, labels: dict[str, str] | None = None) -> dict[str, Any]:
     return {
         "apiVersion": "v1",

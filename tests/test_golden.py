@@ -41,7 +41,15 @@ def test_golden_response(
     assert response == expected, f"{name}: response differs from {path}; run --update-golden and review"
 
 
-@pytest.mark.parametrize("name", ["running-steady", "hook-v1-keys-no-customize", "managed-by-multikueue"])
+@pytest.mark.parametrize(
+    "name",
+    [
+        "running-steady",
+        "hook-v1-keys-no-customize",
+        "managed-by-multikueue",
+        "scheduler-plugins-running-steady",
+    ],
+)
 def test_steady_state_writes_nothing(name: str) -> None:
     """Once a job is steady, the status we return equals the stored one: no write, no sync loop."""
     request = json.loads((response_path(name).parent / "request.json").read_text())

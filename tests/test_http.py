@@ -432,7 +432,9 @@ def test_customize_selects_the_launcher_pods(hook: Hook) -> None:
     assert code == 200
     response = json.loads(answer)
     assert set(response) == {"relatedResources"}
-    [related] = response["relatedResources"]
+    # The recorded controller declares both PodGroup kinds, so PriorityClasses are asked for too.
+    related, priority_classes = response["relatedResources"]
+    assert priority_classes == {"apiVersion": "scheduling.k8s.io/v1", "resource": "priorityclasses"}
     assert related["apiVersion"] == "v1"
     assert related["resource"] == "pods"
     assert related["labelSelector"] == {

@@ -27,6 +27,8 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from app.children.podgroup import gang_scheduler
+
 ROOT = Path(__file__).resolve().parents[1]
 K8S_VERSION = "1.32.0"
 NAME = "mpi-operator-hook"
@@ -307,7 +309,7 @@ BROKEN_COMPOSITE_CONTROLLERS = {
 
 # ------------------------------------------------------------------------------------- (a) source manifests
 
-SOURCE_DIRS = ("metacontroller", "deploy")
+SOURCE_DIRS = ("metacontroller", "deploy", "deploy/base")
 
 
 def _source_documents() -> list[Any]:
@@ -365,19 +367,28 @@ def test_composite_controller_check_catches(mutate: Any, message: str) -> None:
 # -------------------------------------------------------------------------------- (b) kustomize build output
 
 
-@pytest.fixture(scope="module")
-def built() -> list[dict[str, Any]]:
-    """`kubectl kustomize deploy/`, once per module."""
+def kustomize(directory: str) -> list[dict[str, Any]]:
+    """`kubectl kustomize <directory>`, as a list of objects."""
     kubectl = shutil.which("kubectl")
     if kubectl is None:
         if os.environ.get("CI"):
-            pytest.fail("kubectl is not on PATH in CI; cannot build deploy/ with kustomize")
-        pytest.skip("kubectl is not on PATH; cannot build deploy/ with kustomize")
+            pytest.fail(f"kubectl is not on PATH in CI; cannot build {directory}/ with kustomize")
+        pytest.skip(f"kubectl is not on PATH; cannot build {directory}/ with kustomize")
     proc = subprocess.run(
-        [kubectl, "kustomize", str(ROOT / "deploy")], capture_output=True, text=True, timeout=120, check=False
+        [kubectl, "kustomize", str(ROOT / directory)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
     )
-    assert proc.returncode == 0, f"kubectl kustomize deploy/ failed:\n{proc.stderr}"
+    assert proc.returncode == 0, f"kubectl kustomize {directory}/ failed:\n{proc.stderr}"
     return [doc for doc in yaml.safe_load_all(proc.stdout) if doc is not None]
+
+
+@pytest.fixture(scope="module")
+def built() -> list[dict[str, Any]]:
+    """`kubectl kustomize deploy/`, once per module."""
+    return kustomize("deploy")
 
 
 def find(built: list[dict[str, Any]], kind: str, name: str = NAME) -> dict[str, Any]:
@@ -550,12 +561,75 @@ def test_parent_resource_is_the_crd_with_status_subresource(
     assert "status" in served.get("subresources", {})
 
 
-def test_gang_scheduling_setting_matches_podgroup_children(
-    composite_controller: dict[str, Any], container: dict[str, Any]
-) -> None:
+def gang_setting_and_podgroup_children(built: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    (container,) = find(built, "Deployment")["spec"]["template"]["spec"]["containers"]
     gang = next(e.get("value", "") for e in container["env"] if e["name"] == "MPI_OPERATOR_GANG_SCHEDULING")
-    podgroups = [c for c in composite_controller["spec"]["childResources"] if c["resource"] == "podgroups"]
-    assert len(podgroups) == (1 if gang else 0)
+    children = find(built, "CompositeController")["spec"]["childResources"]
+    return gang, [c for c in children if c["resource"] == "podgroups"]
+
+
+def test_base_has_no_gang_scheduling(built: list[dict[str, Any]]) -> None:
+    assert gang_setting_and_podgroup_children(built) == ("", [])
+
+
+# ------------------------------------------------------------------------------- gang scheduling overlays
+
+OVERLAYS = {
+    "deploy/overlays/volcano": ("volcano", "scheduling.volcano.sh/v1beta1"),
+    "deploy/overlays/scheduler-plugins": ("scheduler-plugins-scheduler", "scheduling.x-k8s.io/v1alpha1"),
+}
+
+
+@pytest.fixture(scope="module", params=sorted(OVERLAYS))
+def overlay(request: pytest.FixtureRequest) -> tuple[str, list[dict[str, Any]]]:
+    return request.param, kustomize(request.param)
+
+
+def test_overlays_were_found() -> None:
+    found = {rel(p.parent) for p in (ROOT / "deploy" / "overlays").glob("*/kustomization.yaml")}
+    assert found == set(OVERLAYS)
+
+
+def test_overlay_setting_and_declared_podgroup_child_agree(overlay: tuple[str, list[dict[str, Any]]]) -> None:
+    """The hook emits the PodGroup kind its setting selects; the overlay must declare exactly that one."""
+    directory, built = overlay
+    gang, podgroups = gang_setting_and_podgroup_children(built)
+    scheduler = gang_scheduler(gang)
+    assert scheduler is not None and scheduler.overlay == directory
+    assert (gang, scheduler.api_version) == OVERLAYS[directory]
+    assert podgroups == [
+        {
+            "apiVersion": scheduler.api_version,
+            "resource": "podgroups",
+            "updateStrategy": {"method": "InPlace"},
+        }
+    ]
+
+
+def test_overlay_changes_only_the_setting_and_the_child(
+    built: list[dict[str, Any]], overlay: tuple[str, list[dict[str, Any]]]
+) -> None:
+    _, changed = overlay
+    assert composite_controller_problems(find(changed, "CompositeController")) == []
+    k8s_validate(find(changed, "Deployment"))
+    gang, podgroups = gang_setting_and_podgroup_children(changed)
+
+    def normalised(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        objects = copy.deepcopy(objects)
+        cc = find(objects, "CompositeController")
+        cc["spec"]["childResources"] = [c for c in cc["spec"]["childResources"] if c not in podgroups]
+        (container,) = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+        container["env"] = sorted(
+            (
+                {**e, "value": ""} if e["name"] == "MPI_OPERATOR_GANG_SCHEDULING" else e
+                for e in container["env"]
+            ),
+            key=lambda e: e["name"],
+        )
+        return objects
+
+    assert gang and len(podgroups) == 1
+    assert normalised(changed) == normalised(built)
 
 
 # ------------------------------------------------------------------------------------------- (c) examples

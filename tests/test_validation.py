@@ -28,6 +28,7 @@ RESTART_POLICIES = 'supported values: "Never", "OnFailure"'
 CLEAN_POLICIES = 'supported values: "All", "None", "Running"'
 MANAGERS = 'supported values: "kubeflow.org/mpi-operator", "kueue.x-k8s.io/multikueue"'
 
+NON_NEGATIVE = "must be greater than or equal to 0"
 LONG_NAME = "this-name-is-waaaaaaaay-too-long-for-a-worker-hostname"  # 54 characters
 
 
@@ -291,6 +292,33 @@ DEFAULTED_CASES: list[Case] = [
         job(
             slotsPerWorker=0,
             runPolicy={"ttlSecondsAfterFinished": 0, "activeDeadlineSeconds": 0, "backoffLimit": 0},
+            mpiReplicaSpecs=workers(1),
+        ),
+        True,
+        [],
+        [],
+    ),
+    (
+        # Ours: upstream panics computing the PodGroup of a negative minAvailable (README: deviations).
+        "defaulted: negative minAvailable and scheduleTimeoutSeconds",
+        job(
+            runPolicy={"schedulingPolicy": {"minAvailable": -1, "scheduleTimeoutSeconds": -5}},
+            mpiReplicaSpecs=workers(1),
+        ),
+        True,
+        [
+            ("spec.runPolicy.schedulingPolicy.minAvailable", "Invalid"),
+            ("spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds", "Invalid"),
+        ],
+        [
+            f"spec.runPolicy.schedulingPolicy.minAvailable: Invalid value: -1: {NON_NEGATIVE}",
+            f"spec.runPolicy.schedulingPolicy.scheduleTimeoutSeconds: Invalid value: -5: {NON_NEGATIVE}",
+        ],
+    ),
+    (
+        "defaulted: zero minAvailable and scheduleTimeoutSeconds allowed",
+        job(
+            runPolicy={"schedulingPolicy": {"minAvailable": 0, "scheduleTimeoutSeconds": 0}},
             mpiReplicaSpecs=workers(1),
         ),
         True,

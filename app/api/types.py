@@ -56,6 +56,8 @@ class ConditionType(StrEnum):
     INVALID = "Invalid"
     # Ours: what `mpijob lint` finds in a valid job; advisory, always the first condition (not STATE).
     WARNING = "Warning"
+    # Ours: gang scheduling is configured but the CompositeController does not declare its PodGroup child.
+    GANG_SCHEDULING_UNAVAILABLE = "GangSchedulingUnavailable"
 
 
 KUBEFLOW_JOB_CONTROLLER = "kubeflow.org/mpi-operator"

@@ -23,6 +23,7 @@ from app.api.types import (
     MPIImplementation,
     ReplicaType,
     RestartPolicy,
+    RunPolicy,
 )
 
 _DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
@@ -193,9 +194,25 @@ def _validate_run_policy(job: Job, path: str) -> list[FieldError]:
     ):
         if value is not None:
             errors += _non_negative(value, f"{path}.{name}")
+    errors += _validate_scheduling_policy(policy, f"{path}.schedulingPolicy")
     managers = (KUBEFLOW_JOB_CONTROLLER, MULTIKUEUE_CONTROLLER)
     if policy.managed_by is not None and policy.managed_by not in managers:
         errors.append(FieldError(f"{path}.managedBy", "NotSupported", "", policy.managed_by, managers))
+    return errors
+
+
+def _validate_scheduling_policy(policy: RunPolicy, path: str) -> list[FieldError]:
+    """Ours: upstream panics building the PodGroup of a negative minAvailable; the CRD rejects both too."""
+    scheduling = policy.scheduling_policy
+    if scheduling is None:
+        return []
+    errors: list[FieldError] = []
+    for name, value in (
+        ("minAvailable", scheduling.min_available),
+        ("scheduleTimeoutSeconds", scheduling.schedule_timeout_seconds),
+    ):
+        if value is not None:
+            errors += _non_negative(value, f"{path}.{name}")
     return errors
 
 

@@ -7,6 +7,7 @@ from typing import Any
 from app.api.defaults import Job, Replica
 from app.api.types import MPIImplementation
 from app.children import pods
+from app.children.podgroup import Membership, decorate
 from app.kube import names
 
 _SSH_CONNECT_ARGS = "-o ConnectionAttempts=10"
@@ -65,7 +66,9 @@ def config_volume(job: str) -> dict[str, Any]:
     }
 
 
-def build_launcher_template(job: Job, replica: Replica) -> dict[str, Any]:
+def build_launcher_template(
+    job: Job, replica: Replica, membership: Membership | None = None
+) -> dict[str, Any]:
     name = job.name
     labels, annotations = pods.template_metadata(replica.template)
     labels.update(names.pod_labels(name, names.LAUNCHER))
@@ -86,13 +89,15 @@ def build_launcher_template(job: Job, replica: Replica) -> dict[str, Any]:
     spec["restartPolicy"] = pods.restart_policy(replica.restart_policy)
     spec = pods.with_volumes(spec, [pods.ssh_volume(name, mount_path), config_volume(name)])
     spec = pods.with_ssh_fs_group(spec, mount_path)
+    if membership is not None:
+        labels, annotations, spec = decorate(membership, labels, annotations, spec)
     metadata: dict[str, Any] = {"labels": labels}
     if annotations:
         metadata["annotations"] = annotations
     return {"metadata": metadata, "spec": spec}
 
 
-def build_launcher(job: Job, replica: Replica) -> dict[str, Any]:
+def build_launcher(job: Job, replica: Replica, membership: Membership | None = None) -> dict[str, Any]:
     """The launcher Job. ``suspend`` is never emitted: a suspended MPIJob has no launcher (see the plan)."""
     policy = job.run_policy
     spec: dict[str, Any] = {}
@@ -103,7 +108,7 @@ def build_launcher(job: Job, replica: Replica) -> dict[str, Any]:
     if policy.backoff_limit is not None:
         spec["backoffLimit"] = policy.backoff_limit
     spec["podReplacementPolicy"] = "Failed"
-    spec["template"] = build_launcher_template(job, replica)
+    spec["template"] = build_launcher_template(job, replica, membership)
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",

@@ -10,6 +10,7 @@ from typing import Any
 
 from app.api.defaults import Job, Replica
 from app.children import pods
+from app.children.podgroup import Membership, decorate
 from app.kube import names
 
 DEFAULT_WORKER_COMMAND = ["/usr/sbin/sshd", "-De"]
@@ -18,7 +19,9 @@ DEFAULT_WORKER_COMMAND = ["/usr/sbin/sshd", "-De"]
 class WorkerFactory:
     """Builds worker Pods for one MPIJob; ``build(i)`` returns a new Pod dict."""
 
-    def __init__(self, job: Job, replica: Replica, cluster_domain: str) -> None:
+    def __init__(
+        self, job: Job, replica: Replica, cluster_domain: str, membership: Membership | None = None
+    ) -> None:
         self._job = job.name
         self._namespace = job.namespace
         self._index_offset = 1 if job.run_launcher_as_worker else 0
@@ -40,7 +43,12 @@ class WorkerFactory:
             default_command=DEFAULT_WORKER_COMMAND,
         )
         spec = pods.with_volumes(spec, [pods.ssh_volume(self._job, mount_path)])
-        self._spec = pods.with_ssh_fs_group(spec, mount_path)
+        spec = pods.with_ssh_fs_group(spec, mount_path)
+        if membership is not None:
+            self._labels, self._annotations, spec = decorate(
+                membership, self._labels, self._annotations, spec
+            )
+        self._spec = spec
 
     def build(self, index: int) -> dict[str, Any]:
         name = names.worker_name(self._job, index)

@@ -1,6 +1,8 @@
 """The customize hook: ask Metacontroller for the launcher Job's Pods (grandchildren we can't see).
 
-With them ``/sync`` counts Running launcher Pods and explains launcher failures as upstream does.
+With them ``/sync`` counts Running launcher Pods and explains launcher failures as upstream does. When
+the CompositeController declares a PodGroup child (gang scheduling), it also asks for every PriorityClass:
+their values rank the replicas in the PodGroup's minResources, as upstream's PriorityClass lister does.
 """
 
 from __future__ import annotations
@@ -11,7 +13,9 @@ import msgspec
 
 from app.api.types import API_VERSION, KIND
 from app.kube import names
-from app.kube.request import RequestError
+from app.kube.request import Controller, RequestError
+
+PRIORITY_CLASSES = {"apiVersion": "scheduling.k8s.io/v1", "resource": "priorityclasses"}
 
 
 class _Meta(msgspec.Struct, frozen=True):
@@ -27,6 +31,7 @@ class _Parent(msgspec.Struct, frozen=True):
 
 class _CustomizeRequest(msgspec.Struct, frozen=True):
     parent: _Parent
+    controller: Controller = Controller()
 
 
 _decoder = msgspec.json.Decoder(_CustomizeRequest)
@@ -34,9 +39,10 @@ _decoder = msgspec.json.Decoder(_CustomizeRequest)
 
 def customize(body: bytes) -> dict[str, Any]:
     try:
-        parent = _decoder.decode(body).parent
+        request = _decoder.decode(body)
     except (msgspec.ValidationError, msgspec.DecodeError):
         raise RequestError("not a Metacontroller customize request") from None
+    parent = request.parent
     if parent.kind != KIND or parent.apiVersion != API_VERSION:
         raise RequestError(f"parent must be a {KIND} of apiVersion {API_VERSION}")
     if not parent.metadata.name:
@@ -52,4 +58,12 @@ def customize(body: bytes) -> dict[str, Any]:
     }
     if parent.metadata.namespace:
         related["namespace"] = parent.metadata.namespace
-    return {"relatedResources": [related]}
+    rules = [related]
+    if _gang_scheduled(request.controller):
+        rules.append(dict(PRIORITY_CLASSES))  # no selector: all of them
+    return {"relatedResources": rules}
+
+
+def _gang_scheduled(controller: Controller) -> bool:
+    children = (controller.spec.childResources if controller.spec else None) or []
+    return any(c.resource == "podgroups" for c in children)

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from app.children.podgroup import SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION
 from app.kube import names
 from app.kube.request import ObservedJob, ObservedPod, ObservedSecret, SyncRequest
 
@@ -17,6 +18,8 @@ class Observed:
     secret: ObservedSecret | None = None
     # Launcher Pods reach us only through the customize hook (they are the Job's children, not ours).
     launcher_pods: list[ObservedPod] | None = None
+    # The apiVersions in which the job's PodGroup ``<job>`` exists.
+    podgroups: frozenset[str] = frozenset()
 
 
 def classify(job_name: str, request: SyncRequest) -> Observed:
@@ -36,6 +39,20 @@ def classify(job_name: str, request: SyncRequest) -> Observed:
         workers=workers,
         secret=secret,
         launcher_pods=_launcher_pods(job_name, request) if request.controller.has_customize_hook else None,
+        podgroups=_podgroups(job_name, request),
+    )
+
+
+def _podgroups(job_name: str, request: SyncRequest) -> frozenset[str]:
+    name = names.podgroup_name(job_name)
+    kinds = (
+        (VOLCANO_API_VERSION, request.children.volcano_podgroups),
+        (SCHEDULER_PLUGINS_API_VERSION, request.children.scheduler_plugins_podgroups),
+    )
+    return frozenset(
+        api_version
+        for api_version, observed in kinds
+        if any(pg.metadata.name == name for pg in (observed or {}).values())
     )
 
 

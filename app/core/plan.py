@@ -9,15 +9,19 @@ neither re-derives a decision. Decisions, in upstream's order:
 2. Otherwise: is it suspended, what does the launcher Job say, how many workers run, fail or were evicted?
    The job finishes in this sync when the launcher is done or a worker was evicted.
 3. Which workers to return, and whether the launcher may be created (AtStartup, or every worker Ready).
+4. With gang scheduling: whether the PodGroup is returned. It is, from the current spec, whenever workers
+   may be created (so it is in the response that first creates them); a finished job keeps the one it has
+   unless cleanPodPolicy cleans up; a suspended job has none.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from app.api.defaults import Job
 from app.api.types import CleanPodPolicy, ConditionType, JobStatus, LauncherCreationPolicy
+from app.children.podgroup import GangScheduler
 from app.core.observed import Observed
 from app.kube import names
 from app.kube.request import ObservedJob, ObservedPod
@@ -76,6 +80,11 @@ class Plan:
     create_or_keep_launcher: bool
     # cleanPodPolicy has acted: the Worker replica status is cleared.
     workers_cleaned: bool = False
+    # Gang scheduling with its PodGroup child declared; ``podgroup``: return the PodGroup.
+    gang: GangScheduler | None = None
+    podgroup: bool = False
+    # WaitForWorkersReady and no launcher yet: the PodGroup must not count it (upstream #608).
+    launcher_pending: bool = False
 
     @property
     def finishing(self) -> bool:
@@ -85,11 +94,31 @@ class Plan:
         return (self.launcher is not None and self.launcher.done) or self.worker_counts.evicted > 0
 
 
-def make_plan(job: Job, observed: Observed) -> Plan:
+def make_plan(job: Job, observed: Observed, gang: GangScheduler | None = None) -> Plan:
+    """``gang``: the configured gang scheduler, when the CompositeController declares its PodGroup child."""
     launcher = _launcher_state(observed)
     if finished(job.status):
-        return _finished_plan(job, observed, launcher)
-    return _active_plan(job, observed, launcher)
+        plan = _finished_plan(job, observed, launcher)
+    else:
+        plan = _active_plan(job, observed, launcher)
+    if gang is None:
+        return plan
+    return replace(
+        plan,
+        gang=gang,
+        podgroup=_podgroup_wanted(plan, gang.api_version in observed.podgroups),
+        launcher_pending=not plan.finished_before and not plan.create_or_keep_launcher,
+    )
+
+
+def _podgroup_wanted(plan: Plan, exists: bool) -> bool:
+    if plan.finished_before:
+        return exists and not plan.workers_cleaned
+    if plan.suspended:
+        return False
+    if plan.launcher is not None and plan.launcher.done:
+        return exists  # upstream neither creates nor deletes it once the launcher is done
+    return True
 
 
 def finished(status: JobStatus) -> bool:

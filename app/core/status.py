@@ -16,6 +16,8 @@ from typing import Any
 
 from app.api.defaults import Job
 from app.api.types import ConditionType, JobStatus, ReplicaType
+from app.children.podgroup import RESOURCE as PODGROUPS
+from app.children.podgroup import GangScheduler
 from app.core.plan import LauncherOutcome, LauncherState, Plan
 
 Condition = dict[str, str]
@@ -29,6 +31,7 @@ REASON_FAILED = "MPIJobFailed"
 REASON_EVICTED = "MPIJobEvicted"
 REASON_INVALID = "ValidationError"
 REASON_BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
+REASON_PODGROUP_NOT_DECLARED = "PodGroupChildNotDeclared"
 MESSAGE_LIMIT = 1024
 
 
@@ -108,8 +111,6 @@ def _filter_out(conditions: list[Condition], kind: str) -> None:
                 c["status"] = "False"
 
 
-
-
 def replica_status(active: int = 0, succeeded: int = 0, failed: int = 0) -> dict[str, int]:
     """A ReplicaStatus without zero counts (they are ``omitempty`` upstream)."""
     return {k: v for k, v in (("active", active), ("succeeded", succeeded), ("failed", failed)) if v}
@@ -172,8 +173,13 @@ class _Times:
     completion: str | None
 
 
-def next_status(job: Job, plan: Plan, now: datetime) -> tuple[dict[str, Any], tuple[Event, ...]]:
-    """Upstream ``updateMPIJobStatus`` (and, for finished jobs, its cleanup), as one status and its Events."""
+def next_status(
+    job: Job, plan: Plan, now: datetime, undeclared: GangScheduler | None = None
+) -> tuple[dict[str, Any], tuple[Event, ...]]:
+    """Upstream ``updateMPIJobStatus`` (and, for finished jobs, its cleanup), as one status and its Events.
+
+    ``undeclared``: the configured gang scheduler, when the CompositeController lacks its PodGroup child.
+    """
     log = ConditionLog(job.status, now)
     remove_condition(log.conditions, ConditionType.INVALID)
     if plan.finished_before:
@@ -181,6 +187,9 @@ def next_status(job: Job, plan: Plan, now: datetime) -> tuple[dict[str, Any], tu
         times = _Times(job.status.start_time, job.status.completion_time)
     else:
         replicas, times = _active_status(job, plan, log)
+    # A finished job gets no new notice, and loses an old one once the overlay is applied.
+    if not (plan.finished_before and undeclared is not None):
+        _record_gang_scheduling(log, undeclared)
     status = render(log.conditions, replicas, times.start, times.completion, job.metadata.generation)
     return status, tuple(log.events)
 
@@ -221,6 +230,22 @@ def _active_status(job: Job, plan: Plan, log: ConditionLog) -> tuple[dict[str, d
         times.completion = times.completion or stamp
     _record_running(job, plan, log, times)
     return replicas, times
+
+
+def _record_gang_scheduling(log: ConditionLog, undeclared: GangScheduler | None) -> None:
+    """Say why a job configured for gang scheduling runs without a PodGroup, until the overlay is applied."""
+    kind = ConditionType.GANG_SCHEDULING_UNAVAILABLE
+    if undeclared is None:
+        remove_condition(log.conditions, kind)
+        return
+    message = (
+        f"MPI_OPERATOR_GANG_SCHEDULING is {undeclared.scheduler_name!r} but the CompositeController does not"
+        f" declare the PodGroup child ({undeclared.api_version} {PODGROUPS}); apply {undeclared.overlay}/."
+        " The job runs without gang scheduling."
+    )
+    if log.set(kind, "True", REASON_PODGROUP_NOT_DECLARED, message, "Warning"):
+        # First, not last: the last condition is the job's state (kubectl's STATE column).
+        log.conditions.insert(0, log.conditions.pop())
 
 
 def _record_suspension(log: ConditionLog, plan: Plan) -> bool:

@@ -23,6 +23,8 @@ from pydantic import BaseModel, ValidationError
 from app.api.defaults import Job, with_defaults
 from app.api.types import KUBEFLOW_JOB_CONTROLLER, JobStatus, MPIJob, ObjectMeta
 from app.api.validation import FieldError, aggregate, validate
+from app.children.podgroup import RESOURCE as PODGROUPS
+from app.children.podgroup import gang_scheduler
 from app.core.desired import desired_children
 from app.core.freeze import frozen_children
 from app.core.observed import classify
@@ -80,7 +82,10 @@ class _Head(BaseModel):
     status: JobStatus = JobStatus()
 
 
-def sync(request: SyncRequest, *, now: datetime, keys: KeySource, cluster_domain: str) -> SyncResult:
+def sync(
+    request: SyncRequest, *, now: datetime, keys: KeySource, cluster_domain: str, gang_scheduling: str = ""
+) -> SyncResult:
+    """``gang_scheduling``: as upstream's ``--gang-scheduling`` (empty, ``volcano`` or a scheduler name)."""
     try:
         parsed = MPIJob.model_validate_json(bytes(request.parent))
     except ValidationError as err:
@@ -94,7 +99,9 @@ def sync(request: SyncRequest, *, now: datetime, keys: KeySource, cluster_domain
     if errors:
         return _invalid(request, meta, job.status, errors, now)
     warning = lint_message(parsed, orjson.loads(bytes(request.parent)))
-    return _reconcile(job, request, warning, now=now, keys=keys, cluster_domain=cluster_domain)
+    return _reconcile(
+        job, request, warning, now=now, keys=keys, cluster_domain=cluster_domain, gang=gang_scheduling
+    )
 
 
 def _reconcile(
@@ -105,15 +112,21 @@ def _reconcile(
     now: datetime,
     keys: KeySource,
     cluster_domain: str,
+    gang: str,
 ) -> SyncResult:
     """The job's life from the plan; the lint ``Warning`` condition is added last and changes nothing."""
     previous = job.status
     job = replace(job, status=without_warning(previous))
     observed = classify(job.name, request)
-    plan = make_plan(job, observed)
-    status, events = next_status(job, plan, now)
+    scheduler = gang_scheduler(gang)
+    # A PodGroup kind the CompositeController does not declare must never be emitted (its CRD may be
+    # missing): without it the job runs ungrouped and its status says which overlay to apply.
+    declared = scheduler is not None and request.controller.declares_child(scheduler.api_version, PODGROUPS)
+    plan = make_plan(job, observed, scheduler if declared else None)
+    status, events = next_status(job, plan, now, None if declared else scheduler)
     events += place_warning(status, previous, warning, now)
-    children = desired_children(job, plan, observed.secret, keys, cluster_domain)
+    priorities = request.related.priority_values
+    children = desired_children(job, plan, observed.secret, keys, cluster_domain, priorities)
     resync = RESYNC_AFTER_FINISHING_SECONDS if plan.finishing else 0
     return SyncResult(status, children, Outcome.SYNCED, job.namespace, job.name, events, resync)
 

@@ -51,6 +51,10 @@ def service_name(job: str) -> str:
     return job
 
 
+def podgroup_name(job: str) -> str:
+    return job
+
+
 def owned_labels(job: str) -> dict[str, str]:
     """Labels of the Service, ConfigMap, Secret and launcher Job (upstream: ``app: <job>``)."""
     return {APP_LABEL: job}

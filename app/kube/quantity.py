@@ -21,15 +21,26 @@ _MAX_ALLOWED = Decimal(2**63 - 1)
 
 def canonical_quantity(value: int | float | str) -> str:
     """Return ``value`` as the apiserver would print it; unparsable input is returned unchanged."""
+    parsed = parse_quantity(value)
+    if parsed is None:
+        return str(value).strip() if not isinstance(value, bool) else str(value)
+    return format_quantity(*parsed)
+
+
+def parse_quantity(value: int | float | str) -> tuple[Decimal, str] | None:
+    """The amount (rounded as the apiserver rounds) and the form it prints in, or None if unparsable.
+
+    The form is ``binary`` (Ki, Mi, ...), ``decimal`` (m, k, M, ... or none) or ``exponent`` (1e3).
+    """
     text = str(value).strip() if not isinstance(value, bool) else str(value)
     match = _QUANTITY.match(text)
     if match is None:
-        return text
+        return None
     number, suffix = match.group(1), match.group(2) or ""
     try:
         amount = Decimal(number)
     except InvalidOperation:
-        return text
+        return None
     if suffix in _BINARY:
         amount *= 2 ** _BINARY[suffix]
         form = "binary"
@@ -44,6 +55,11 @@ def canonical_quantity(value: int | float | str) -> str:
     amount = amount.quantize(_NANO, rounding=rounding) if amount.as_tuple().exponent < -9 else amount  # type: ignore[operator]
     if form == "binary" and abs(amount) > _MAX_ALLOWED:
         amount = _MAX_ALLOWED.copy_sign(amount)  # the apiserver caps binary quantities at int64
+    return amount, form
+
+
+def format_quantity(amount: Decimal, form: str) -> str:
+    """Print ``amount`` in ``form`` (see ``parse_quantity``) as resource.Quantity.String() does."""
     if amount == 0:
         return "0"
     if form == "binary" and (abs(amount) < 1024 or amount != amount.to_integral_value()):

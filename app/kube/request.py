@@ -109,8 +109,22 @@ class Children(msgspec.Struct, frozen=True):
     )
 
 
+class ObservedPriorityClass(msgspec.Struct, frozen=True):
+    metadata: Meta = Meta()
+    value: int = 0
+
+
 class Related(msgspec.Struct, frozen=True):
     pods: dict[str, ObservedPod] | None = msgspec.field(default=None, name="Pod.v1")
+    # Cluster-scoped: delivered to hook version v2 only, when the customize hook asks (gang scheduling).
+    priority_classes: dict[str, ObservedPriorityClass] | None = msgspec.field(
+        default=None, name="PriorityClass.scheduling.k8s.io/v1"
+    )
+
+    @property
+    def priority_values(self) -> dict[str, int]:
+        """PriorityClass name -> value, for ranking replicas in a PodGroup's minResources."""
+        return {pc.metadata.name: pc.value for pc in (self.priority_classes or {}).values()}
 
 
 class Hook(msgspec.Struct, frozen=True):
@@ -122,12 +136,23 @@ class Hooks(msgspec.Struct, frozen=True):
     customize: Hook | None = None
 
 
+class ChildResource(msgspec.Struct, frozen=True):
+    apiVersion: str = ""
+    resource: str = ""
+
+
 class ControllerSpec(msgspec.Struct, frozen=True):
+    childResources: list[ChildResource] | None = None
     hooks: Hooks | None = None
 
 
 class Controller(msgspec.Struct, frozen=True):
     spec: ControllerSpec | None = None
+
+    def declares_child(self, api_version: str, resource: str) -> bool:
+        """Metacontroller manages this child kind; an undeclared kind must never be emitted."""
+        children = (self.spec.childResources if self.spec else None) or []
+        return any(c.apiVersion == api_version and c.resource == resource for c in children)
 
     @property
     def has_customize_hook(self) -> bool:

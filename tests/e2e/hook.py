@@ -12,7 +12,7 @@ import re
 import secrets
 import signal
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.e2e.processes import Processes, Started, free_port, http_ok, wait_until_ready
@@ -31,6 +31,8 @@ class Hook:
     host: str = "127.0.0.1"
     port: int = 0
     started: Started | None = None
+    # More MPI_OPERATOR_* settings, e.g. gang scheduling.
+    settings: dict[str, str] = field(default_factory=dict)
 
     def __post_init__(self) -> None:
         self.port = self.port or free_port()
@@ -54,6 +56,7 @@ class Hook:
             MPI_OPERATOR_LOG_LEVEL="DEBUG",  # one line per sync: tests count them
             PYTHONUNBUFFERED="1",
         )
+        env.update(self.settings)
         argv = [
             sys.executable,
             "-m",
