@@ -48,7 +48,13 @@ class Hook:
     def answer_sync(self, body: bytes) -> tuple[SyncResult, bytes]:
         request = decode_request(body)
         now = datetime.now(UTC)
-        result = sync(request, now=now, keys=self.keys, cluster_domain=self.settings.cluster_domain)
+        result = sync(
+            request,
+            now=now,
+            keys=self.keys,
+            cluster_domain=self.settings.cluster_domain,
+            annotation_budget=self.settings.annotation_budget,
+        )
         return result, orjson.dumps(result.response())
 
 

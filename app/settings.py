@@ -30,6 +30,10 @@ class Settings(BaseSettings):
         description="File with >= 32 secret bytes; SSH keys are derived from it and the job UID.",
     )
     log_level: str = Field(default="INFO", description="Python log level of the hook.")
+    metacontroller_apply_strategy: str = Field(
+        default="dynamic-apply",
+        description="Metacontroller's --apply-strategy: sizes the largest ConfigMap a job may need.",
+    )
 
     @field_validator("cluster_domain")
     @classmethod
@@ -72,6 +76,18 @@ class Settings(BaseSettings):
         if value not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
             raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR")
         return value
+
+    @field_validator("metacontroller_apply_strategy")
+    @classmethod
+    def _apply_strategy(cls, value: str) -> str:
+        if value not in {"dynamic-apply", "server-side-apply"}:
+            raise ValueError("must be 'dynamic-apply' or 'server-side-apply'")
+        return value
+
+    @property
+    def annotation_budget(self) -> bool:
+        """dynamic-apply copies each child into a 256 KiB annotation, which bounds its size."""
+        return self.metacontroller_apply_strategy == "dynamic-apply"
 
     def key_source(self) -> KeySource:
         if self.ssh_key_seed_file is None:

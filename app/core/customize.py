@@ -35,7 +35,7 @@ _decoder = msgspec.json.Decoder(_CustomizeRequest)
 def customize(body: bytes) -> dict[str, Any]:
     try:
         parent = _decoder.decode(body).parent
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         raise RequestError("not a Metacontroller customize request") from None
     if parent.kind != KIND or parent.apiVersion != API_VERSION:
         raise RequestError(f"parent must be a {KIND} of apiVersion {API_VERSION}")

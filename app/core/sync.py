@@ -67,7 +67,16 @@ class _Head(BaseModel):
     status: JobStatus = JobStatus()
 
 
-def sync(request: SyncRequest, *, now: datetime, keys: KeySource, cluster_domain: str) -> SyncResult:
+def sync(
+    request: SyncRequest,
+    *,
+    now: datetime,
+    keys: KeySource,
+    cluster_domain: str,
+    annotation_budget: bool = True,
+) -> SyncResult:
+    """``annotation_budget``: Metacontroller applies with dynamic-apply, so each child must fit its
+    256 KiB last-applied annotation (``app.api.limits``); False under server-side apply."""
     try:
         parsed = MPIJob.model_validate_json(bytes(request.parent))
     except ValidationError as err:
@@ -77,7 +86,7 @@ def sync(request: SyncRequest, *, now: datetime, keys: KeySource, cluster_domain
     if (managed_by is not None and managed_by != KUBEFLOW_JOB_CONTROLLER) or meta.deletion_timestamp:
         return _left_alone(request, meta)
     job = with_defaults(parsed)
-    errors = validate(job)
+    errors = validate(job, cluster_domain=cluster_domain, annotation_budget=annotation_budget)
     if errors:
         return _invalid(request, meta, job.status, errors, now)
     return _reconcile(job, request, now=now, keys=keys, cluster_domain=cluster_domain)

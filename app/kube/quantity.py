@@ -8,7 +8,15 @@ form keeps Metacontroller's 3-way merge from seeing a difference that isn't ther
 from __future__ import annotations
 
 import re
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
+from decimal import (
+    ROUND_CEILING,
+    ROUND_FLOOR,
+    Context,
+    Decimal,
+    InvalidOperation,
+    Overflow,
+    localcontext,
+)
 from typing import Any
 
 _QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?$")
@@ -17,23 +25,32 @@ _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "
 _DECIMAL_SUFFIX = {exponent: suffix for suffix, exponent in _DECIMAL.items()}
 _NANO = Decimal("1e-9")
 _MAX_ALLOWED = Decimal(2**63 - 1)
+# Room for any int64 quantity at nano precision. A value needing more (``1e1000000``, 60 digits) is
+# returned as written: the apiserver canonicalises it, and a big number must not cost us memory or time.
+_CONTEXT = Context(prec=64, Emax=64, Emin=-64, traps=None)
+_MAX_TEXT = 64
 
 
 def canonical_quantity(value: int | float | str) -> str:
     """Return ``value`` as the apiserver would print it; unparsable input is returned unchanged."""
-    text = str(value).strip() if not isinstance(value, bool) else str(value)
-    match = _QUANTITY.match(text)
+    text = str(value).strip() if not isinstance(value, bool | int) else str(value)
+    match = _QUANTITY.match(text) if len(text) <= _MAX_TEXT else None
     if match is None:
         return text
-    number, suffix = match.group(1), match.group(2) or ""
-    try:
-        amount = Decimal(number)
-    except InvalidOperation:
-        return text
+    with localcontext(_CONTEXT) as context:
+        canonical = _canonical(match.group(1), match.group(2) or "")
+        failed = context.flags[Overflow] or context.flags[InvalidOperation]
+    return canonical if canonical is not None and not failed else text
+
+
+def _canonical(number: str, suffix: str) -> str | None:
+    amount = Decimal(number)
     if suffix in _BINARY:
         amount *= 2 ** _BINARY[suffix]
         form = "binary"
     elif len(suffix) > 1 and suffix[0] in "eE":  # a lone "E" is the exa suffix
+        if abs(int(suffix[1:])) > _CONTEXT.Emax:
+            return None
         amount = amount.scaleb(int(suffix[1:]))
         form = "exponent"
     else:

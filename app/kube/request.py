@@ -163,6 +163,8 @@ def decode_request(body: bytes) -> SyncRequest:
         raise RequestError(f"not a Metacontroller hook request: {_where(err)}") from None
     except msgspec.DecodeError:
         raise RequestError("request body is not valid JSON") from None
+    except RecursionError:
+        raise RequestError("request body nests too deeply") from None
     if head.kind != KIND or head.apiVersion != API_VERSION:
         raise RequestError(f"parent must be a {KIND} of apiVersion {API_VERSION}")
     return request
