@@ -5,6 +5,7 @@ Validated once at start-up: a bad value stops the process with a message naming 
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
@@ -92,7 +93,9 @@ class Settings(BaseSettings):
     def key_source(self) -> KeySource:
         if self.ssh_key_seed_file is None:
             return random_keys
-        return SeededKeys(self.ssh_key_seed_file.read_bytes())
+        # A job without a UID gets a random key; the hook's log says so (keys.py, README).
+        warn = logging.getLogger("mpi_operator_hook.keys").warning
+        return SeededKeys(self.ssh_key_seed_file.read_bytes(), on_fallback=warn)
 
 
 class SettingsError(RuntimeError):
