@@ -3,7 +3,8 @@
 ``/sync`` and ``/customize`` always answer 200 for a well-formed Metacontroller request (an invalid
 MPIJob is reported in its status) and 400 with a short message otherwise. Should the core ever raise,
 the answer is a 503 without details: Metacontroller then changes nothing and retries with backoff.
-Request bodies are never echoed or logged: they carry the SSH Secret.
+Request bodies are never echoed or logged: they carry the SSH Secret. Before a handler runs,
+``guard.BodyGuard`` has read the body under its cap, timeout and memory budget (README, Operations).
 """
 
 from __future__ import annotations
@@ -21,8 +22,10 @@ from fastapi.responses import JSONResponse, Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
+from app import logs
 from app.core.customize import customize
 from app.core.sync import SyncResult, sync
+from app.guard import BodyGuard, Limits
 from app.kube.keys import KeySource
 from app.kube.request import RequestError, decode_request
 from app.metrics import Metrics
@@ -30,7 +33,6 @@ from app.settings import Settings, load_settings
 
 log = logging.getLogger("mpi_operator_hook")
 
-MAX_BODY_BYTES = 512 * 1024 * 1024
 INTERNAL_ERROR = "internal error in the {hook} hook; see the hook's logs"
 
 router = APIRouter()
@@ -61,16 +63,28 @@ class Hook:
 def create_app(settings: Settings | None = None, keys: KeySource | None = None) -> FastAPI:
     settings = settings or load_settings()
     if not logging.getLogger().handlers:
-        logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+        logs.configure(settings.log_level, settings.log_format)
     log.setLevel(settings.log_level)
     if settings.gang_scheduling:
-        log.warning(
-            "MPI_OPERATOR_GANG_SCHEDULING=%s is accepted but not acted on yet: no PodGroups are created",
-            settings.gang_scheduling,
+        logs.event(
+            log,
+            logging.WARNING,
+            "MPI_OPERATOR_GANG_SCHEDULING is accepted but not acted on yet: no PodGroups are created",
+            value=settings.gang_scheduling,
         )
     app = FastAPI(title="mpi-operator-hook", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.hook = Hook(settings, keys or settings.key_source(), Metrics())
+    metrics = Metrics(job_info_ttl=settings.job_info_ttl_seconds)
+    app.state.hook = Hook(settings, keys or settings.key_source(), metrics)
     app.include_router(router)
+    limits = Limits(
+        max_body_bytes=settings.max_body_bytes,
+        memory_budget_bytes=settings.memory_budget_bytes,
+        admission_wait_seconds=settings.admission_wait_seconds,
+        read_timeout_seconds=settings.read_timeout_seconds,
+    )
+    app.add_middleware(
+        BodyGuard, limits=limits, on_reject=metrics.error, on_bytes=metrics.in_flight_bytes.set
+    )
     return app
 
 
@@ -89,10 +103,27 @@ async def sync_hook(request: Request) -> Response:
     result, payload = answer
     elapsed = time.perf_counter() - started
     hook.metrics.record_sync(result, elapsed)
-    who = f"{result.namespace}/{result.name}"
+    hook.metrics.response_bytes.labels("sync").observe(len(payload))
     for event in result.events:
-        log.info("event job=%s type=%s reason=%s message=%s", who, event.type, event.reason, event.message)
-    log.debug("sync job=%s children=%d seconds=%.4f", who, len(result.children), elapsed)
+        logs.event(
+            log,
+            logging.INFO,
+            "event",
+            namespace=result.namespace,
+            job=result.name,
+            type=event.type,
+            reason=event.reason,
+            message=event.message,
+        )
+    logs.event(
+        log,
+        logging.DEBUG,
+        "sync",
+        namespace=result.namespace,
+        job=result.name,
+        children=len(result.children),
+        seconds=round(elapsed, 4),
+    )
     return Response(payload, media_type="application/json")
 
 
@@ -103,24 +134,26 @@ async def customize_hook(request: Request) -> Response:
     if isinstance(answer, Response):
         return answer
     hook.metrics.requests.labels("customize", "ok").inc()
+    hook.metrics.response_bytes.labels("customize").observe(len(answer))
     return Response(answer, media_type="application/json")
 
 
 async def _answer(request: Request, name: str, handle: Callable[[bytes], T]) -> T | Response:
     """Read the body and run ``handle`` off the event loop; a bad request is a 4xx, a bug a bare 503."""
     metrics = _hook(request).metrics
-    if _too_large(request):
-        return _error("request body too large", 413)
     body = await request.body()
+    metrics.request_bytes.labels(name).observe(len(body))
     try:
         return await run_in_threadpool(handle, body)
     except RequestError as err:
         metrics.requests.labels(name, "bad_request").inc()
+        metrics.error(name, "bad_request")
         return _error(str(err), 400)
     except Exception:
         # A bug of ours: Metacontroller changes nothing on a non-200 and retries with backoff.
         log.exception("%s failed unexpectedly (request body not logged)", name)
         metrics.requests.labels(name, "error").inc()
+        metrics.error(name, "internal")
         return _error(INTERNAL_ERROR.format(hook=name), 503)
 
 
@@ -136,16 +169,13 @@ def readyz() -> dict[str, str]:
 
 @router.get("/metrics")
 def metrics_endpoint(request: Request) -> Response:
-    return Response(generate_latest(_hook(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    metrics = _hook(request).metrics
+    metrics.expire()
+    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
 def _error(message: str, status_code: int) -> JSONResponse:
     return JSONResponse({"error": message}, status_code=status_code)
-
-
-def _too_large(request: Request) -> bool:
-    length = request.headers.get("content-length", "")
-    return length.isdigit() and int(length) > MAX_BODY_BYTES
 
 
 def __getattr__(name: str) -> FastAPI:

@@ -31,6 +31,26 @@ class Settings(BaseSettings):
         description="File with >= 32 secret bytes; SSH keys are derived from it and the job UID.",
     )
     log_level: str = Field(default="INFO", description="Python log level of the hook.")
+    log_format: str = Field(default="text", description="'text' or 'json' (one JSON object per line).")
+    max_body_bytes: int = Field(
+        default=160 * 1024 * 1024,
+        ge=1024,
+        description="Largest hook request body, enforced while reading (chunked included): 413 beyond.",
+    )
+    memory_budget_bytes: int = Field(
+        default=160 * 1024 * 1024,
+        ge=1024,
+        description="Request bytes admitted at once; a request waits for room (503 after the wait).",
+    )
+    admission_wait_seconds: float = Field(
+        default=20.0, gt=0, description="How long a request may wait for room in the memory budget."
+    )
+    read_timeout_seconds: float = Field(
+        default=20.0, gt=0, description="Time to receive a whole request body: 408 beyond."
+    )
+    job_info_ttl_seconds: float = Field(
+        default=7200.0, gt=0, description="mpi_operator_job_info drops a job not synced for this long."
+    )
     metacontroller_apply_strategy: str = Field(
         default="dynamic-apply",
         description="Metacontroller's --apply-strategy: sizes the largest ConfigMap a job may need.",
@@ -76,6 +96,14 @@ class Settings(BaseSettings):
         value = value.upper()
         if value not in {"DEBUG", "INFO", "WARNING", "ERROR"}:
             raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR")
+        return value
+
+    @field_validator("log_format")
+    @classmethod
+    def _log_format(cls, value: str) -> str:
+        value = value.lower()
+        if value not in {"text", "json"}:
+            raise ValueError("must be 'text' or 'json'")
         return value
 
     @field_validator("metacontroller_apply_strategy")
