@@ -60,7 +60,19 @@ def _serve(host: str, port: int, workers: int) -> int:
         return 2
     logs.configure(settings.log_level, settings.log_format)
     options = server_options(settings.log_level)
-    uvicorn.run("app.main:app", host=host, port=port, workers=workers, **options)
+    if not settings.metrics_port:
+        uvicorn.run("app.main:app", host=host, port=port, workers=workers, **options)
+        return 0
+    if workers != 1:
+        print("mpijob: MPI_OPERATOR_METRICS_PORT needs --workers 1 (a registry per process)", file=sys.stderr)
+        return 2
+    from prometheus_client import start_http_server
+
+    from app.main import create_app
+
+    application = create_app(settings)
+    start_http_server(settings.metrics_port, host, registry=application.state.hook.metrics.registry)
+    uvicorn.run(application, host=host, port=port, **options)
     return 0
 
 

@@ -14,7 +14,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 from app.core.status import Milestone
 from app.core.sync import SyncResult
@@ -38,6 +38,7 @@ class Metrics:
         self.job_info_ttl = job_info_ttl
         self._clock = clock
         self._job_seen: dict[tuple[str, str], float] = {}
+        ProcessCollector(registry=self.registry)  # process_resident_memory_bytes, against the memory limit
         self.jobs_created = Counter(
             "mpi_operator_jobs_created", "Counts number of MPI jobs created", registry=self.registry
         )

@@ -51,6 +51,12 @@ class Settings(BaseSettings):
     job_info_ttl_seconds: float = Field(
         default=7200.0, gt=0, description="mpi_operator_job_info drops a job not synced for this long."
     )
+    metrics_port: int = Field(
+        default=0,
+        ge=0,
+        le=65535,
+        description="A second port serving only /metrics (0: none; /metrics is always on the main port).",
+    )
     metacontroller_apply_strategy: str = Field(
         default="dynamic-apply",
         description="Metacontroller's --apply-strategy: sizes the largest ConfigMap a job may need.",

@@ -59,40 +59,91 @@ def _splice(request: dict[str, Any], marker: int, text: str) -> bytes:
 
 
 INVALID: list[tuple[str, Mutation, str]] = [
-    ("ttl beyond int64", lambda r: r["parent"]["spec"]["runPolicy"].update(ttlSecondsAfterFinished=10**30),
-     "spec.runPolicy.ttlSecondsAfterFinished: Invalid value: <an integer beyond 64 bits>"),
-    ("slots beyond int32", lambda r: r["parent"]["spec"].update(slotsPerWorker=2**31),
-     "spec.slotsPerWorker: Invalid value: 2147483648: must be no more than 2147483647"),
-    ("replicas 2**63", lambda r: _worker(r).update(replicas=2**63),
-     "spec.mpiReplicaSpecs[Worker].replicas: Invalid value: <an integer beyond 64 bits>: must be no more"),
-    ("replicas 10**9", lambda r: _worker(r).update(replicas=10**9),
-     "spec.mpiReplicaSpecs[Worker].replicas: Invalid value: 1000000000"),
-    ("spec a string", lambda r: _worker(r)["template"].update(spec="x"),
-     f"{TEMPLATE}.spec: Forbidden: must be an object"),
-    ("containers a number", lambda r: _worker(r)["template"]["spec"].update(containers=5),
-     f"{TEMPLATE}.spec.containers: Forbidden: must be a list of objects"),
-    ("a container a number", lambda r: _worker(r)["template"]["spec"].update(containers=[5]),
-     f"{TEMPLATE}.spec.containers: Forbidden: must be a list of objects"),
-    ("template metadata a string", lambda r: _worker(r)["template"].update(metadata="x"),
-     f"{TEMPLATE}.metadata: Forbidden: must be an object"),
-    ("labels a list", lambda r: _worker(r)["template"].update(metadata={"labels": [1]}),
-     f"{TEMPLATE}.metadata.labels: Forbidden: must be a map of strings to strings"),
-    ("env a number", lambda r: _container(r).update(env=5),
-     f"{TEMPLATE}.spec.containers[0].env: Forbidden: must be a list of objects"),
-    ("command a string", lambda r: _container(r).update(command="sshd"),
-     f"{TEMPLATE}.spec.containers[0].command: Forbidden: must be a list of strings"),
-    ("volumeMounts a number", lambda r: _container(r).update(volumeMounts=5),
-     f"{TEMPLATE}.spec.containers[0].volumeMounts: Forbidden: must be a list of objects"),
-    ("volumes a number", lambda r: _worker(r)["template"]["spec"].update(volumes=5),
-     f"{TEMPLATE}.spec.volumes: Forbidden: must be a list of objects"),
-    ("dnsConfig a string", lambda r: _worker(r)["template"]["spec"].update(dnsConfig="x"),
-     f"{TEMPLATE}.spec.dnsConfig: Forbidden: must be an object"),
-    ("searches a string", lambda r: _worker(r)["template"]["spec"].update(dnsConfig={"searches": "x"}),
-     f"{TEMPLATE}.spec.dnsConfig.searches: Forbidden: must be a list of strings"),
-    ("template integer beyond int64", lambda r: _worker(r)["template"]["spec"].update(
-        terminationGracePeriodSeconds=2**64), f"{TEMPLATE}: Forbidden: every integer must fit in 64 bits"),
-    ("template nested 100 deep", lambda r: _container(r).update(x=_nested(100)),
-     f"{TEMPLATE}: Forbidden: must not nest deeper than 64 levels"),
+    (
+        "ttl beyond int64",
+        lambda r: r["parent"]["spec"]["runPolicy"].update(ttlSecondsAfterFinished=10**30),
+        "spec.runPolicy.ttlSecondsAfterFinished: Invalid value: <an integer beyond 64 bits>",
+    ),
+    (
+        "slots beyond int32",
+        lambda r: r["parent"]["spec"].update(slotsPerWorker=2**31),
+        "spec.slotsPerWorker: Invalid value: 2147483648: must be no more than 2147483647",
+    ),
+    (
+        "replicas 2**63",
+        lambda r: _worker(r).update(replicas=2**63),
+        "spec.mpiReplicaSpecs[Worker].replicas: Invalid value: <an integer beyond 64 bits>: must be no more",
+    ),
+    (
+        "replicas 10**9",
+        lambda r: _worker(r).update(replicas=10**9),
+        "spec.mpiReplicaSpecs[Worker].replicas: Invalid value: 1000000000",
+    ),
+    (
+        "spec a string",
+        lambda r: _worker(r)["template"].update(spec="x"),
+        f"{TEMPLATE}.spec: Forbidden: must be an object",
+    ),
+    (
+        "containers a number",
+        lambda r: _worker(r)["template"]["spec"].update(containers=5),
+        f"{TEMPLATE}.spec.containers: Forbidden: must be a list of objects",
+    ),
+    (
+        "a container a number",
+        lambda r: _worker(r)["template"]["spec"].update(containers=[5]),
+        f"{TEMPLATE}.spec.containers: Forbidden: must be a list of objects",
+    ),
+    (
+        "template metadata a string",
+        lambda r: _worker(r)["template"].update(metadata="x"),
+        f"{TEMPLATE}.metadata: Forbidden: must be an object",
+    ),
+    (
+        "labels a list",
+        lambda r: _worker(r)["template"].update(metadata={"labels": [1]}),
+        f"{TEMPLATE}.metadata.labels: Forbidden: must be a map of strings to strings",
+    ),
+    (
+        "env a number",
+        lambda r: _container(r).update(env=5),
+        f"{TEMPLATE}.spec.containers[0].env: Forbidden: must be a list of objects",
+    ),
+    (
+        "command a string",
+        lambda r: _container(r).update(command="sshd"),
+        f"{TEMPLATE}.spec.containers[0].command: Forbidden: must be a list of strings",
+    ),
+    (
+        "volumeMounts a number",
+        lambda r: _container(r).update(volumeMounts=5),
+        f"{TEMPLATE}.spec.containers[0].volumeMounts: Forbidden: must be a list of objects",
+    ),
+    (
+        "volumes a number",
+        lambda r: _worker(r)["template"]["spec"].update(volumes=5),
+        f"{TEMPLATE}.spec.volumes: Forbidden: must be a list of objects",
+    ),
+    (
+        "dnsConfig a string",
+        lambda r: _worker(r)["template"]["spec"].update(dnsConfig="x"),
+        f"{TEMPLATE}.spec.dnsConfig: Forbidden: must be an object",
+    ),
+    (
+        "searches a string",
+        lambda r: _worker(r)["template"]["spec"].update(dnsConfig={"searches": "x"}),
+        f"{TEMPLATE}.spec.dnsConfig.searches: Forbidden: must be a list of strings",
+    ),
+    (
+        "template integer beyond int64",
+        lambda r: _worker(r)["template"]["spec"].update(terminationGracePeriodSeconds=2**64),
+        f"{TEMPLATE}: Forbidden: every integer must fit in 64 bits",
+    ),
+    (
+        "template nested 100 deep",
+        lambda r: _container(r).update(x=_nested(100)),
+        f"{TEMPLATE}: Forbidden: must not nest deeper than 64 levels",
+    ),
 ]
 
 
@@ -108,8 +159,9 @@ def test_bad_mpijob_is_an_invalid_condition(
     invalid = [c for c in response.json()["status"]["conditions"] if c["type"] == "Invalid"]
     assert invalid and message in invalid[0]["message"]
     # Every observed child is kept, as last applied: a bad edit never deletes a running job.
-    observed = {(kind.split(".")[0], name.split("/")[-1]) for kind, objs in base["children"].items()
-                for name in objs}
+    observed = {
+        (kind.split(".")[0], name.split("/")[-1]) for kind, objs in base["children"].items() for name in objs
+    }
     kept = {(c["kind"], c["metadata"]["name"]) for c in response.json()["children"]}
     assert kept == observed
 
@@ -153,21 +205,53 @@ def test_odd_worker_names_answer_200(client: TestClient, base: dict[str, Any], s
 
 
 BAD_REQUESTS: list[tuple[str, str, bytes]] = [
-    ("generation beyond int64", "/sync", _splice(
-        {**RUNNING, "parent": {**RUNNING["parent"], "metadata": {**RUNNING["parent"]["metadata"],
-                                                                 "generation": 4242424242}}},
-        4242424242, str(2**64))),
-    ("generation 5,000 digits", "/sync", _splice(
-        {**RUNNING, "parent": {**RUNNING["parent"], "metadata": {**RUNNING["parent"]["metadata"],
-                                                                 "generation": 4242424242}}},
-        4242424242, "9" * 5000)),
-    ("status counts beyond int64", "/sync", json.dumps(
-        {**RUNNING, "parent": {**RUNNING["parent"],
-                               "status": {"replicaStatuses": {"Worker": {"active": 2**70}}}}}).encode()),
+    (
+        "generation beyond int64",
+        "/sync",
+        _splice(
+            {
+                **RUNNING,
+                "parent": {
+                    **RUNNING["parent"],
+                    "metadata": {**RUNNING["parent"]["metadata"], "generation": 4242424242},
+                },
+            },
+            4242424242,
+            str(2**64),
+        ),
+    ),
+    (
+        "generation 5,000 digits",
+        "/sync",
+        _splice(
+            {
+                **RUNNING,
+                "parent": {
+                    **RUNNING["parent"],
+                    "metadata": {**RUNNING["parent"]["metadata"], "generation": 4242424242},
+                },
+            },
+            4242424242,
+            "9" * 5000,
+        ),
+    ),
+    (
+        "status counts beyond int64",
+        "/sync",
+        json.dumps(
+            {
+                **RUNNING,
+                "parent": {**RUNNING["parent"], "status": {"replicaStatuses": {"Worker": {"active": 2**70}}}},
+            }
+        ).encode(),
+    ),
     ("request nested 5,000 deep", "/sync", b'{"parent":' + b"[" * 5000 + b"]" * 5000 + b"}"),
     ("customize nested 5,000 deep", "/customize", b'{"parent":' + b"[" * 5000 + b"]" * 5000 + b"}"),
-    ("customize name a number", "/customize",
-     b'{"parent":{"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":5}}}'),
+    (
+        "customize name a number",
+        "/customize",
+        b'{"parent":{"apiVersion":"kubeflow.org/v2beta1","kind":"MPIJob","metadata":{"name":5}}}',
+    ),
     ("not UTF-8", "/sync", b'{"parent":"\xff"}'),
     ("customize not UTF-8", "/customize", b"\xff\xfe"),
 ]

@@ -53,6 +53,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         MPI_OPERATOR_ADMISSION_WAIT_SECONDS="0.3",
         MPI_OPERATOR_READ_TIMEOUT_SECONDS="2",
         MPI_OPERATOR_LOG_FORMAT="json",
+        MPI_OPERATOR_METRICS_PORT=str(metrics_port := _free_port()),
         PYTHONUNBUFFERED="1",
     )
     port = _free_port()
@@ -70,6 +71,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
                 assert process.poll() is None, log.read_text()
                 time.sleep(0.05)
         yield url, log
+        # The metrics port serves the same registry (the NetworkPolicy keeps it apart from /sync).
+        with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as response:
+            assert b"mpi_operator_hook_request_size_bytes_count" in response.read()
     finally:
         process.terminate()
         process.wait(timeout=10)
