@@ -9,6 +9,7 @@ Request bodies are never echoed or logged: they carry the SSH Secret. Before a h
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -18,7 +19,7 @@ from typing import TypeVar
 
 import orjson
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
@@ -34,6 +35,9 @@ from app.settings import Settings, load_settings
 log = logging.getLogger("mpi_operator_hook")
 
 INTERNAL_ERROR = "internal error in the {hook} hook; see the hook's logs"
+# Smaller bodies are answered on the event loop (well under a millisecond of work); a thread hop would
+# cost more than the sync. Larger ones run in a worker thread so /healthz stays responsive.
+INLINE_BODY_BYTES = 256 * 1024
 
 router = APIRouter()
 T = TypeVar("T")
@@ -82,8 +86,18 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
         admission_wait_seconds=settings.admission_wait_seconds,
         read_timeout_seconds=settings.read_timeout_seconds,
     )
+    hook = app.state.hook
+    endpoints = {
+        "/sync": functools.partial(sync_endpoint, hook),
+        "/customize": functools.partial(customize_endpoint, hook),
+    }
+    # The hooks are answered by the guard itself: FastAPI's routing would double a small sync's cost.
     app.add_middleware(
-        BodyGuard, limits=limits, on_reject=metrics.error, on_bytes=metrics.in_flight_bytes.set
+        BodyGuard,
+        limits=limits,
+        endpoints=endpoints,
+        on_reject=metrics.error,
+        on_bytes=metrics.in_flight_bytes.set,
     )
     return app
 
@@ -93,13 +107,12 @@ def _hook(request: Request) -> Hook:
     return hook
 
 
-@router.post("/sync")
-async def sync_hook(request: Request) -> Response:
-    hook = _hook(request)
+async def sync_endpoint(hook: Hook, body: bytes) -> tuple[int, bytes]:
+    """``POST /sync`` (called by ``BodyGuard`` with the body it read): status code and JSON payload."""
     started = time.perf_counter()
-    answer = await _answer(request, "sync", lambda body: hook.answer_sync(body))
-    if isinstance(answer, Response):
-        return answer
+    answer = await _answer(hook, "sync", hook.answer_sync, body)
+    if not isinstance(answer, tuple):
+        return answer.status, answer.payload
     result, payload = answer
     elapsed = time.perf_counter() - started
     hook.metrics.record_sync(result, elapsed)
@@ -124,37 +137,43 @@ async def sync_hook(request: Request) -> Response:
         children=len(result.children),
         seconds=round(elapsed, 4),
     )
-    return Response(payload, media_type="application/json")
+    return 200, payload
 
 
-@router.post("/customize")
-async def customize_hook(request: Request) -> Response:
-    hook = _hook(request)
-    answer = await _answer(request, "customize", lambda body: orjson.dumps(customize(body)))
-    if isinstance(answer, Response):
-        return answer
+async def customize_endpoint(hook: Hook, body: bytes) -> tuple[int, bytes]:
+    """``POST /customize``: which related objects (the launcher's Pods) the next sync needs."""
+    answer = await _answer(hook, "customize", lambda b: orjson.dumps(customize(b)), body)
+    if not isinstance(answer, bytes):
+        return answer.status, answer.payload
     hook.metrics.requests.labels("customize", "ok").inc()
     hook.metrics.response_bytes.labels("customize").observe(len(answer))
-    return Response(answer, media_type="application/json")
+    return 200, answer
 
 
-async def _answer(request: Request, name: str, handle: Callable[[bytes], T]) -> T | Response:
-    """Read the body and run ``handle`` off the event loop; a bad request is a 4xx, a bug a bare 503."""
-    metrics = _hook(request).metrics
-    body = await request.body()
+@dataclass(frozen=True)
+class Failure:
+    status: int
+    payload: bytes
+
+
+async def _answer(hook: Hook, name: str, handle: Callable[[bytes], T], body: bytes) -> T | Failure:
+    """Run ``handle`` (inline when small, else in a thread); a bad request is a 4xx, a bug a bare 503."""
+    metrics = hook.metrics
     metrics.request_bytes.labels(name).observe(len(body))
     try:
+        if len(body) < INLINE_BODY_BYTES:
+            return handle(body)
         return await run_in_threadpool(handle, body)
     except RequestError as err:
         metrics.requests.labels(name, "bad_request").inc()
         metrics.error(name, "bad_request")
-        return _error(str(err), 400)
+        return Failure(400, orjson.dumps({"error": str(err)}))
     except Exception:
         # A bug of ours: Metacontroller changes nothing on a non-200 and retries with backoff.
         log.exception("%s failed unexpectedly (request body not logged)", name)
         metrics.requests.labels(name, "error").inc()
         metrics.error(name, "internal")
-        return _error(INTERNAL_ERROR.format(hook=name), 503)
+        return Failure(503, orjson.dumps({"error": INTERNAL_ERROR.format(hook=name)}))
 
 
 @router.get("/healthz")
@@ -174,8 +193,6 @@ def metrics_endpoint(request: Request) -> Response:
     return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
-def _error(message: str, status_code: int) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status_code)
 
 
 def __getattr__(name: str) -> FastAPI:

@@ -140,9 +140,9 @@ INVALID: list[tuple[str, Mutation, str]] = [
         f"{TEMPLATE}: Forbidden: every integer must fit in 64 bits",
     ),
     (
-        "template nested 100 deep",
-        lambda r: _container(r).update(x=_nested(100)),
-        f"{TEMPLATE}: Forbidden: must not nest deeper than 64 levels",
+        "template integer in uint64 range",
+        lambda r: _worker(r)["template"]["spec"].update(activeDeadlineSeconds=2**63),
+        f"{TEMPLATE}: Forbidden: every integer must fit in 64 bits",
     ),
 ]
 
@@ -244,6 +244,11 @@ BAD_REQUESTS: list[tuple[str, str, bytes]] = [
                 "parent": {**RUNNING["parent"], "status": {"replicaStatuses": {"Worker": {"active": 2**70}}}},
             }
         ).encode(),
+    ),
+    (
+        "template nested 250 deep",
+        "/sync",
+        json.dumps(RUNNING).replace('"containers"', f'"x": {"[" * 250}{"]" * 250}, "containers"', 1).encode(),
     ),
     ("request nested 5,000 deep", "/sync", b'{"parent":' + b"[" * 5000 + b"]" * 5000 + b"}"),
     ("customize nested 5,000 deep", "/customize", b'{"parent":' + b"[" * 5000 + b"]" * 5000 + b"}"),

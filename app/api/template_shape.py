@@ -3,18 +3,24 @@
 The CRD's schema already rejects these shapes, but the hook must not trust its caller: the child
 builders read ``metadata.labels``, ``spec.containers[0].env`` and friends, and would raise on a string
 where a list belongs. Checked here, before anything is built: the JSON type of every field a builder
-reads, every integer within int64 (what the apiserver stores and the encoder writes) and the nesting
-depth. The walk is iterative, so depth costs no recursion.
+reads, and every integer within int64 (what the apiserver stores and the encoder writes). Nesting needs
+no check of its own: the parent's JSON parser refuses anything deeper than ~200 levels (a 400), well
+inside what the encoder writes (254).
+
+The integer check is the encoder itself (C speed): it fails past 64 bits, and only a run of 19 digits in
+its output (uint64 range, or a digit run inside a string) costs a walk of the template in Python.
 """
 
 from __future__ import annotations
 
+import re
 from typing import Any
+
+import orjson
 
 INT64_MIN = -(2**63)
 INT64_MAX = 2**63 - 1
-# A Kubernetes pod template nests about 15 levels deep; anything far deeper is not a pod template.
-MAX_TEMPLATE_DEPTH = 64
+_LONG_DIGIT_RUN = re.compile(rb"\d{19}")
 
 _LISTS_OF_OBJECTS = ("containers", "initContainers", "ephemeralContainers", "volumes")
 _CONTAINER_LISTS_OF_OBJECTS = ("env", "volumeMounts")
@@ -25,9 +31,9 @@ def template_problems(template: Any, path: str) -> list[tuple[str, str]]:
     """``(field path, what is wrong)`` for each problem; empty when the builders can use the template."""
     if not isinstance(template, dict):
         return [(path, "must be an object")]
-    problems = _bounded(template, path)
-    if problems:
-        return problems  # types below may be anything at all: report the size problem alone
+    if not _integers_in_range(template):
+        return [(path, "every integer must fit in 64 bits")]
+    problems: list[tuple[str, str]] = []
     problems += _metadata_problems(template.get("metadata"), f"{path}.metadata")
     spec = template.get("spec")
     if spec is not None and not isinstance(spec, dict):
@@ -35,20 +41,26 @@ def template_problems(template: Any, path: str) -> list[tuple[str, str]]:
     return problems + _spec_problems(spec or {}, f"{path}.spec")
 
 
-def _bounded(value: Any, path: str) -> list[tuple[str, str]]:
-    """Every integer within int64 and the nesting at most ``MAX_TEMPLATE_DEPTH``; first problem only."""
-    stack: list[tuple[Any, int]] = [(value, 1)]
+def _integers_in_range(value: Any) -> bool:
+    try:
+        encoded = orjson.dumps(value)
+    except orjson.JSONEncodeError:
+        return False  # beyond 64 bits (the nesting is bounded by the parser, see above)
+    return _LONG_DIGIT_RUN.search(encoded) is None or _walk_in_range(value)
+
+
+def _walk_in_range(value: Any) -> bool:
+    """Every integer within int64, iteratively (no recursion, whatever the depth)."""
+    stack = [value]
     while stack:
-        item, depth = stack.pop()
-        if depth > MAX_TEMPLATE_DEPTH:
-            return [(path, f"must not nest deeper than {MAX_TEMPLATE_DEPTH} levels")]
+        item = stack.pop()
         if isinstance(item, dict):
-            stack.extend((v, depth + 1) for v in item.values())
+            stack.extend(item.values())
         elif isinstance(item, list):
-            stack.extend((v, depth + 1) for v in item)
+            stack.extend(item)
         elif isinstance(item, int) and not isinstance(item, bool) and not INT64_MIN <= item <= INT64_MAX:
-            return [(path, "every integer must fit in 64 bits")]
-    return []
+            return False
+    return True
 
 
 def _metadata_problems(metadata: Any, path: str) -> list[tuple[str, str]]:

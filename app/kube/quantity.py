@@ -7,6 +7,7 @@ form keeps Metacontroller's 3-way merge from seeing a difference that isn't ther
 
 from __future__ import annotations
 
+import functools
 import re
 from decimal import (
     ROUND_CEILING,
@@ -31,8 +32,11 @@ _CONTEXT = Context(prec=64, Emax=64, Emin=-64, traps=None)
 _MAX_TEXT = 64
 
 
+@functools.lru_cache(maxsize=4096, typed=True)
 def canonical_quantity(value: int | float | str) -> str:
-    """Return ``value`` as the apiserver would print it; unparsable input is returned unchanged."""
+    """Return ``value`` as the apiserver would print it; unparsable input is returned unchanged.
+
+    Cached: a cluster's templates repeat the same few quantities, and every sync canonicalises them."""
     text = str(value).strip() if not isinstance(value, bool | int) else str(value)
     match = _QUANTITY.match(text) if len(text) <= _MAX_TEXT else None
     if match is None:
