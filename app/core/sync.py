@@ -28,7 +28,7 @@ from app.core.freeze import frozen_children
 from app.core.observed import classify
 from app.core.plan import make_plan
 from app.core.status import Event, invalid_status, next_status
-from app.kube import names
+from app.kube import depth, names
 from app.kube.keys import KeySource
 from app.kube.request import RequestError, SyncRequest
 
@@ -60,6 +60,10 @@ class SyncResult:
         return {"status": self.status, "children": self.children, "resyncAfterSeconds": 0}
 
 
+# Deeper than any pod template needs (~15 levels below the parent), well inside the parser's ~200.
+MAX_PARENT_DEPTH = 64
+
+
 class _Head(BaseModel):
     """Just enough of a parent whose spec does not parse: who it is and what status it has."""
 
@@ -77,6 +81,8 @@ def sync(
 ) -> SyncResult:
     """``annotation_budget``: Metacontroller applies with dynamic-apply, so each child must fit its
     256 KiB last-applied annotation (``app.api.limits``); False under server-side apply."""
+    if request.too_deep is not None:
+        return _too_deep(request, request.too_deep, now)
     try:
         parsed = MPIJob.model_validate_json(bytes(request.parent))
     except ValidationError as err:
@@ -118,6 +124,9 @@ def _invalid(
 
 def _unparsable(request: SyncRequest, err: ValidationError, now: datetime) -> SyncResult:
     """A spec of the wrong shape is an invalid job too: its errors in upstream's path notation."""
+    if _recursion(err):
+        _, where = depth.prune(bytes(request.parent), MAX_PARENT_DEPTH)
+        return _too_deep(request, f"parent.{where or ''}", now)
     try:
         head = _Head.model_validate_json(bytes(request.parent))
     except ValidationError:
@@ -126,6 +135,25 @@ def _unparsable(request: SyncRequest, err: ValidationError, now: datetime) -> Sy
         FieldError(_field_path(e["loc"]), "Invalid", e["msg"], _short(e.get("input"))) for e in err.errors()
     ]
     return _invalid(request, head.metadata, head.status, errors, now)
+
+
+def _recursion(err: ValidationError) -> bool:
+    return any(e["type"] == "json_invalid" and "recursion limit" in e["msg"] for e in err.errors())
+
+
+def _too_deep(request: SyncRequest, where: str, now: datetime) -> SyncResult:
+    """Nesting beyond the parsers: an Invalid job when it is in the MPIJob (unknown fields under a
+    template's metadata are kept by the CRD at any depth the apiserver takes), else a bad request."""
+    if not where.startswith("parent."):
+        raise RequestError("request body nests too deeply")
+    pruned, _ = depth.prune(bytes(request.parent), MAX_PARENT_DEPTH)
+    try:
+        head = _Head.model_validate_json(pruned)
+    except ValidationError:
+        raise RequestError("parent MPIJob has malformed metadata or status") from None
+    detail = f"must not nest deeper than {MAX_PARENT_DEPTH} levels"
+    error = FieldError(where.removeprefix("parent.")[:128], "Forbidden", detail)
+    return _invalid(request, head.metadata, head.status, [error], now)
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:
