@@ -45,31 +45,41 @@ class Rejected(Exception):
 
 
 class ByteBudget:
-    """A counting semaphore over bytes, first come first served."""
+    """A counting semaphore over bytes, first come first served. The event loop is single-threaded, so
+    the common case (room to spare, nobody waiting) takes and returns bytes without awaiting anything."""
 
     def __init__(self, total: int, on_change: Callable[[int], None] = lambda in_use: None) -> None:
         self.total = total
         self.in_use = 0
         self._on_change = on_change
         self._changed = asyncio.Condition()
+        self._waiting = 0
 
     async def acquire(self, amount: int, wait_seconds: float) -> None:
         amount = min(amount, self.total)
-        async with self._changed:
-            try:
+        if self._waiting or self.in_use + amount > self.total:
+            await self._wait_for_room(amount, wait_seconds)
+        self.in_use += amount
+        self._on_change(self.in_use)
+
+    async def _wait_for_room(self, amount: int, wait_seconds: float) -> None:
+        self._waiting += 1
+        try:
+            async with self._changed:
                 await asyncio.wait_for(
                     self._changed.wait_for(lambda: self.in_use + amount <= self.total), wait_seconds
                 )
-            except TimeoutError:
-                raise Rejected(503, "the hook is busy with other large requests; retry", "busy") from None
-            self.in_use += amount
-            self._on_change(self.in_use)
+        except TimeoutError:
+            raise Rejected(503, "the hook is busy with other large requests; retry", "busy") from None
+        finally:
+            self._waiting -= 1
 
     async def release(self, amount: int) -> None:
-        async with self._changed:
-            self.in_use -= min(amount, self.total)
-            self._on_change(self.in_use)
-            self._changed.notify_all()
+        self.in_use -= min(amount, self.total)
+        self._on_change(self.in_use)
+        if self._waiting:
+            async with self._changed:
+                self._changed.notify_all()
 
 
 class BodyGuard:
