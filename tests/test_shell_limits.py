@@ -8,6 +8,7 @@ metrics have bounded label sets and size histograms.
 
 from __future__ import annotations
 
+import asyncio
 import json
 import logging
 import os
@@ -194,3 +195,35 @@ def test_job_info_drops_finished_and_forgotten_jobs() -> None:
     now[0] = 61.0
     metrics.expire()
     assert _series(metrics) == {"job1-launcher"}
+
+
+# --------------------------------------------------------------------------- the byte budget, in process
+
+
+def test_byte_budget_queues_past_its_total_and_refuses_after_the_wait() -> None:
+    from app.guard import ByteBudget, Rejected
+
+    async def scenario() -> list[str]:
+        seen: list[int] = []
+        budget = ByteBudget(100, seen.append)
+        await budget.acquire(60, 1)
+        await budget.acquire(40, 1)  # exactly full: no wait
+        order: list[str] = []
+
+        async def late(name: str, amount: int) -> None:
+            await budget.acquire(amount, 1)
+            order.append(name)
+
+        waiting = asyncio.gather(late("first", 50), late("second", 10))
+        await asyncio.sleep(0.01)
+        assert order == [] and budget.in_use == 100
+        await budget.release(60)  # room for both; they enter in arrival order
+        await waiting
+        try:
+            await budget.acquire(100, 0.05)
+        except Rejected as rejected:
+            order.append(f"{rejected.status} {rejected.kind}")
+        assert seen[:2] == [60, 100] and budget.in_use == 100
+        return order
+
+    assert asyncio.run(scenario()) == ["first", "second", "503 busy"]
