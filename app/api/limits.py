@@ -1,10 +1,10 @@
 """How large a job the hook accepts, and the sizes of what it would build, computed before building it.
 
 Three bounds, each documented in README "Limits":
-- ``MAX_WORKERS`` (also the CRD's ``maximum``): 16,384 workers. Measured (bench/): a steady-state sync of
-  16k realistic Pods is a ~115 MB request that the hook answers in well under a second in process, but
-  the request alone is a quarter of the default 512 MiB pod; and no name choice lets more than ~17,600
-  workers fit a 1 MiB ConfigMap anyway.
+- ``MAX_WORKERS`` (also the CRD's ``maximum``): 16,384 workers. Measured (bench/sync_bench.py): a
+  steady-state sync of 16k realistic Pods is a 116 MB request that the hook answers in ~0.5 s in process
+  with ~150 MB of working memory besides the body; and no name choice lets more than ~17,600 workers fit
+  a 1 MiB ConfigMap anyway.
 - The ConfigMap ``<job>-config``: with Metacontroller's default ``dynamic-apply`` the whole desired object
   is also stored in its ``last-applied-configuration`` annotation, and Kubernetes caps a object's
   annotations at 256 KiB in total; with ``server-side-apply`` the 1 MiB ConfigMap data limit binds.
