@@ -15,6 +15,7 @@ memory stays near one body and a small sync pays for no web framework. Other pat
 from __future__ import annotations
 
 import asyncio
+import logging
 from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
@@ -25,6 +26,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
+log = logging.getLogger("mpi_operator_hook")
 Endpoint = Callable[[bytes], Awaitable[tuple[int, bytes]]]
 
 
@@ -119,7 +121,13 @@ class BodyGuard:
             except Rejected as rejected:
                 await self._reject(scope, send, rejected)
                 return
-            status, payload = await endpoint(body)  # type: ignore[arg-type]  # bytes-like is enough
+            try:
+                status, payload = await endpoint(body)  # type: ignore[arg-type]  # bytes-like is enough
+            except Exception:
+                # Endpoints answer their own errors; this is a bug around them (metrics, logging).
+                log.exception("hook endpoint failed unexpectedly (request body not logged)")
+                self.on_reject(str(scope.get("path", "")).lstrip("/"), "internal")
+                status, payload = 503, b'{"error":"internal error in the hook; see the hook\'s logs"}'
             await _respond(send, status, payload)
         finally:
             await self.budget.release(reserved)

@@ -227,3 +227,21 @@ def test_byte_budget_queues_past_its_total_and_refuses_after_the_wait() -> None:
         return order
 
     assert asyncio.run(scenario()) == ["first", "second", "503 busy"]
+
+
+def test_a_failure_around_the_core_is_a_bare_503(monkeypatch: pytest.MonkeyPatch) -> None:
+    from fastapi.testclient import TestClient
+
+    from app.kube.keys import SeededKeys
+    from app.main import create_app
+    from app.settings import Settings
+
+    app = create_app(Settings(), SeededKeys(b"s" * 32))
+
+    def broken(*args: object) -> None:
+        raise RuntimeError("metrics backend exploded")
+
+    monkeypatch.setattr(app.state.hook.metrics, "record_sync", broken)
+    response = TestClient(app, raise_server_exceptions=False).post("/sync", content=WIRE.read_bytes())
+    assert response.status_code == 503
+    assert response.json() == {"error": "internal error in the hook; see the hook's logs"}
