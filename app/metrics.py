@@ -38,7 +38,6 @@ class Metrics:
         self.job_info_ttl = job_info_ttl
         self._clock = clock
         self._job_seen: dict[tuple[str, str], float] = {}
-        ProcessCollector(registry=self.registry)  # process_resident_memory_bytes, against the memory limit
         self.jobs_created = Counter(
             "mpi_operator_jobs_created", "Counts number of MPI jobs created", registry=self.registry
         )
@@ -67,6 +66,11 @@ class Metrics:
             ["hook", "outcome"],
             registry=self.registry,
         )
+        self._add_transport_collectors()
+
+    def _add_transport_collectors(self) -> None:
+        """Sizes, refusals, the memory budget and the process: what the guard and the endpoints see."""
+        ProcessCollector(registry=self.registry)  # process_resident_memory_bytes, against the memory limit
         self.request_bytes = Histogram(
             "mpi_operator_hook_request_size_bytes",
             "Size of hook request bodies that were read whole",
@@ -98,6 +102,7 @@ class Metrics:
 
     def error(self, hook: str, kind: str) -> None:
         self.errors.labels(hook if hook in ("sync", "customize") else "other", kind).inc()
+
     def record_sync(self, result: SyncResult, seconds: float) -> None:
         """Count one answered sync: its outcome, the milestones its Events mark, the job's launcher."""
         self.sync_seconds.labels("sync").observe(seconds)
