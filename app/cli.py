@@ -103,6 +103,7 @@ def _render(path: str) -> int:
             now=datetime.now(UTC),
             keys=settings.key_source(),
             cluster_domain=settings.cluster_domain,
+            annotation_budget=settings.annotation_budget,
         )
     except (RequestError, SettingsError, yaml.YAMLError) as err:
         print(f"mpijob: {err}", file=sys.stderr)

@@ -463,6 +463,7 @@ class FakeMetacontroller:
             now=self.now,
             keys=self.keys,
             cluster_domain=self.settings.cluster_domain,
+            annotation_budget=self.settings.annotation_budget,
         )
         return orjson.loads(orjson.dumps(result.response()))
 
