@@ -19,8 +19,10 @@ from app.children.configmap import build_configmap
 from app.core.sync import sync
 from app.kube import names
 from app.kube.request import RequestError, decode_request
+from app.settings import Settings
 from tests.builders import mpijob, sync_request
 from tests.conftest import NOW
+from tests.metacontroller import FakeMetacontroller
 
 
 def _job(name: str = "pi", namespace: str = "default", **spec: Any) -> Job:
@@ -146,3 +148,18 @@ def _raw_request(parent: dict[str, Any], replicas: str) -> bytes:
     """orjson cannot write integers beyond 64 bits; splice one into the JSON text."""
     parent["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 424242
     return orjson.dumps(sync_request(parent)).decode().replace("424242", replicas).encode()
+
+
+def test_a_job_too_large_for_its_configmap_creates_nothing_and_says_why() -> None:
+    """Through the fake Metacontroller: the Invalid condition instead of a ConfigMap the apiserver refuses."""
+    cluster = FakeMetacontroller(settings=Settings(cluster_domain="cluster.local"))
+    cluster.apply_mpijob(mpijob().workers(3000).build())
+    cluster.sync_until_steady()
+    assert cluster.conditions()["Invalid"][0] == "True"
+    invalid = next(c for c in cluster.status["conditions"] if c["type"] == "Invalid")
+    assert "3000 workers take" in invalid["message"] and "256 KiB" in invalid["message"]
+    assert cluster.names("ConfigMap") == [] and cluster.names("Pod") == []
+    cluster.edit_spec("mpiReplicaSpecs.Worker.replicas", 2000)  # the user's fix
+    cluster.sync_until_steady()
+    assert "Invalid" not in cluster.conditions()
+    assert cluster.names("ConfigMap") == ["pi-config"] and len(cluster.names("Pod")) == 2000
