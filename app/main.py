@@ -3,8 +3,9 @@
 ``/sync`` and ``/customize`` always answer 200 for a well-formed Metacontroller request (an invalid
 MPIJob is reported in its status) and 400 with a short message otherwise. Should the core ever raise,
 the answer is a 503 without details: Metacontroller then changes nothing and retries with backoff.
-Request bodies are never echoed or logged: they carry the SSH Secret. Before a handler runs,
-``guard.BodyGuard`` has read the body under its cap, timeout and memory budget (README, Operations).
+Request bodies are never echoed or logged: they carry the SSH Secret. ``guard.BodyGuard`` reads each
+hook body under its cap, timeout and memory budget (README, Operations) and calls ``sync_endpoint`` or
+``customize_endpoint`` with it; FastAPI serves only the probes and ``/metrics``.
 """
 
 from __future__ import annotations
