@@ -142,7 +142,7 @@ def test_random_jobs_and_children_answer_validly_and_deterministically(data: st.
         assert kept == {(c["kind"], c["metadata"]["name"]) for c in children}
 
 
-@settings(max_examples=25, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(
     job=mpijobs(), events=st.lists(st.sampled_from(["run", "ready", "fail", "succeed", "edit"]), max_size=4)
 )
@@ -200,7 +200,7 @@ def _encode(request: Any) -> bytes:
         return json.dumps(request).encode()
 
 
-@settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(data=st.data())
 def test_mutated_wire_requests_never_fail_unexpectedly(data: st.DataObject) -> None:
     request = copy.deepcopy(data.draw(st.sampled_from(WIRE_REQUESTS)))
