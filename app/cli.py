@@ -12,6 +12,7 @@ from __future__ import annotations
 import argparse
 import sys
 from collections.abc import Callable
+from typing import Any
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNUSABLE, EXIT_INTERNAL = 0, 1, 2, 3
 
@@ -131,11 +132,28 @@ def _dispatch(args: argparse.Namespace) -> int:
     return handlers[args.command](args)
 
 
-def _serve(host: str, port: int, workers: int) -> int:
-    import logging
+def server_options(log_level: str) -> dict[str, Any]:
+    """Production uvicorn settings, shared by ``serve`` (so by the image) and bench/http_bench.py.
 
+    uvloop and httptools: the fastest loop and parser uvicorn has. ``limit_concurrency`` answers 503
+    past 64 open requests (the body guard already queues large ones by bytes); the keep-alive outlives
+    Go's idle connections less than its 90 s idle timeout, so Metacontroller reuses connections.
+    Logging is configured by ``app.logs`` (text or JSON), not by uvicorn.
+    """
+    return {
+        "loop": "uvloop",
+        "http": "httptools",
+        "limit_concurrency": 64,
+        "timeout_keep_alive": 75,
+        "log_config": None,
+        "log_level": log_level.lower(),
+    }
+
+
+def _serve(host: str, port: int, workers: int) -> int:
     import uvicorn
 
+    from app import logs
     from app.settings import SettingsError, load_settings
 
     try:
@@ -143,8 +161,21 @@ def _serve(host: str, port: int, workers: int) -> int:
     except SettingsError as err:
         print(f"mpijob: {err}", file=sys.stderr)
         return 2
-    logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
-    uvicorn.run("app.main:app", host=host, port=port, workers=workers, log_level=settings.log_level.lower())
+    logs.configure(settings.log_level, settings.log_format)
+    options = server_options(settings.log_level)
+    if not settings.metrics_port:
+        uvicorn.run("app.main:app", host=host, port=port, workers=workers, **options)
+        return 0
+    if workers != 1:
+        print("mpijob: MPI_OPERATOR_METRICS_PORT needs --workers 1 (a registry per process)", file=sys.stderr)
+        return 2
+    from prometheus_client import start_http_server
+
+    from app.main import create_app
+
+    application = create_app(settings)
+    start_http_server(settings.metrics_port, host, registry=application.state.hook.metrics.registry)
+    uvicorn.run(application, host=host, port=port, **options)
     return 0
 
 

@@ -128,6 +128,7 @@ def _first_sync(job: dict[str, Any], settings: Any, namespace: str | None) -> An
         keys=settings.key_source(),
         cluster_domain=settings.cluster_domain,
         gang_scheduling=settings.gang_scheduling,
+        annotation_budget=settings.annotation_budget,
     )
 
 

@@ -3,11 +3,14 @@
 ``/sync`` and ``/customize`` always answer 200 for a well-formed Metacontroller request (an invalid
 MPIJob is reported in its status) and 400 with a short message otherwise. Should the core ever raise,
 the answer is a 503 without details: Metacontroller then changes nothing and retries with backoff.
-Request bodies are never echoed or logged: they carry the SSH Secret.
+Request bodies are never echoed or logged: they carry the SSH Secret. ``guard.BodyGuard`` reads each
+hook body under its cap, timeout and memory budget (README, Operations) and calls ``sync_endpoint`` or
+``customize_endpoint`` with it; FastAPI serves only the probes and ``/metrics``.
 """
 
 from __future__ import annotations
 
+import functools
 import logging
 import time
 from collections.abc import Callable
@@ -17,12 +20,14 @@ from typing import TypeVar
 
 import orjson
 from fastapi import APIRouter, FastAPI, Request
-from fastapi.responses import JSONResponse, Response
+from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
+from app import logs
 from app.core.customize import customize
 from app.core.sync import SyncResult, sync
+from app.guard import BodyGuard, Limits
 from app.kube.keys import KeySource
 from app.kube.request import RequestError, decode_request
 from app.metrics import Metrics
@@ -30,8 +35,10 @@ from app.settings import Settings, load_settings
 
 log = logging.getLogger("mpi_operator_hook")
 
-MAX_BODY_BYTES = 512 * 1024 * 1024
 INTERNAL_ERROR = "internal error in the {hook} hook; see the hook's logs"
+# Smaller bodies are answered on the event loop (well under a millisecond of work); a thread hop would
+# cost more than the sync. Larger ones run in a worker thread so /healthz stays responsive.
+INLINE_BODY_BYTES = 256 * 1024
 
 router = APIRouter()
 T = TypeVar("T")
@@ -54,6 +61,7 @@ class Hook:
             keys=self.keys,
             cluster_domain=self.settings.cluster_domain,
             gang_scheduling=self.settings.gang_scheduling,
+            annotation_budget=self.settings.annotation_budget,
         )
         return result, orjson.dumps(result.response())
 
@@ -61,16 +69,38 @@ class Hook:
 def create_app(settings: Settings | None = None, keys: KeySource | None = None) -> FastAPI:
     settings = settings or load_settings()
     if not logging.getLogger().handlers:
-        logging.basicConfig(level=settings.log_level, format="%(asctime)s %(levelname)s %(name)s %(message)s")
+        logs.configure(settings.log_level, settings.log_format)
     log.setLevel(settings.log_level)
     if settings.gang_scheduling:
-        log.info(
-            "gang scheduling with scheduler %s: one PodGroup per MPIJob (the overlay declares the child)",
-            settings.gang_scheduling,
+        logs.event(
+            log,
+            logging.INFO,
+            "gang scheduling: one PodGroup per MPIJob (the overlay declares the child)",
+            value=settings.gang_scheduling,
         )
     app = FastAPI(title="mpi-operator-hook", docs_url=None, redoc_url=None, openapi_url=None)
-    app.state.hook = Hook(settings, keys or settings.key_source(), Metrics())
+    metrics = Metrics(job_info_ttl=settings.job_info_ttl_seconds)
+    app.state.hook = Hook(settings, keys or settings.key_source(), metrics)
     app.include_router(router)
+    limits = Limits(
+        max_body_bytes=settings.max_body_bytes,
+        memory_budget_bytes=settings.memory_budget_bytes,
+        admission_wait_seconds=settings.admission_wait_seconds,
+        read_timeout_seconds=settings.read_timeout_seconds,
+    )
+    hook = app.state.hook
+    endpoints = {
+        "/sync": functools.partial(sync_endpoint, hook),
+        "/customize": functools.partial(customize_endpoint, hook),
+    }
+    # The hooks are answered by the guard itself: FastAPI's routing would double a small sync's cost.
+    app.add_middleware(
+        BodyGuard,
+        limits=limits,
+        endpoints=endpoints,
+        on_reject=metrics.error,
+        on_bytes=metrics.in_flight_bytes.set,
+    )
     return app
 
 
@@ -79,49 +109,73 @@ def _hook(request: Request) -> Hook:
     return hook
 
 
-@router.post("/sync")
-async def sync_hook(request: Request) -> Response:
-    hook = _hook(request)
+async def sync_endpoint(hook: Hook, body: bytes) -> tuple[int, bytes]:
+    """``POST /sync`` (called by ``BodyGuard`` with the body it read): status code and JSON payload."""
     started = time.perf_counter()
-    answer = await _answer(request, "sync", lambda body: hook.answer_sync(body))
-    if isinstance(answer, Response):
-        return answer
+    answer = await _answer(hook, "sync", hook.answer_sync, body)
+    if not isinstance(answer, tuple):
+        return answer.status, answer.payload
     result, payload = answer
     elapsed = time.perf_counter() - started
     hook.metrics.record_sync(result, elapsed)
-    who = f"{result.namespace}/{result.name}"
+    hook.metrics.response_bytes.labels("sync").observe(len(payload))
     for event in result.events:
-        log.info("event job=%s type=%s reason=%s message=%s", who, event.type, event.reason, event.message)
-    log.debug("sync job=%s children=%d seconds=%.4f", who, len(result.children), elapsed)
-    return Response(payload, media_type="application/json")
+        logs.event(
+            log,
+            logging.INFO,
+            "event",
+            namespace=result.namespace,
+            job=result.name,
+            type=event.type,
+            reason=event.reason,
+            message=event.message,
+        )
+    logs.event(
+        log,
+        logging.DEBUG,
+        "sync",
+        namespace=result.namespace,
+        job=result.name,
+        children=len(result.children),
+        seconds=round(elapsed, 4),
+    )
+    return 200, payload
 
 
-@router.post("/customize")
-async def customize_hook(request: Request) -> Response:
-    hook = _hook(request)
-    answer = await _answer(request, "customize", lambda body: orjson.dumps(customize(body)))
-    if isinstance(answer, Response):
-        return answer
+async def customize_endpoint(hook: Hook, body: bytes) -> tuple[int, bytes]:
+    """``POST /customize``: which related objects (the launcher's Pods) the next sync needs."""
+    answer = await _answer(hook, "customize", lambda b: orjson.dumps(customize(b)), body)
+    if not isinstance(answer, bytes):
+        return answer.status, answer.payload
     hook.metrics.requests.labels("customize", "ok").inc()
-    return Response(answer, media_type="application/json")
+    hook.metrics.response_bytes.labels("customize").observe(len(answer))
+    return 200, answer
 
 
-async def _answer(request: Request, name: str, handle: Callable[[bytes], T]) -> T | Response:
-    """Read the body and run ``handle`` off the event loop; a bad request is a 4xx, a bug a bare 503."""
-    metrics = _hook(request).metrics
-    if _too_large(request):
-        return _error("request body too large", 413)
-    body = await request.body()
+@dataclass(frozen=True)
+class Failure:
+    status: int
+    payload: bytes
+
+
+async def _answer(hook: Hook, name: str, handle: Callable[[bytes], T], body: bytes) -> T | Failure:
+    """Run ``handle`` (inline when small, else in a thread); a bad request is a 4xx, a bug a bare 503."""
+    metrics = hook.metrics
+    metrics.request_bytes.labels(name).observe(len(body))
     try:
+        if len(body) < INLINE_BODY_BYTES:
+            return handle(body)
         return await run_in_threadpool(handle, body)
     except RequestError as err:
         metrics.requests.labels(name, "bad_request").inc()
-        return _error(str(err), 400)
+        metrics.error(name, "bad_request")
+        return Failure(400, orjson.dumps({"error": str(err)}))
     except Exception:
         # A bug of ours: Metacontroller changes nothing on a non-200 and retries with backoff.
         log.exception("%s failed unexpectedly (request body not logged)", name)
         metrics.requests.labels(name, "error").inc()
-        return _error(INTERNAL_ERROR.format(hook=name), 503)
+        metrics.error(name, "internal")
+        return Failure(503, orjson.dumps({"error": INTERNAL_ERROR.format(hook=name)}))
 
 
 @router.get("/healthz")
@@ -136,16 +190,11 @@ def readyz() -> dict[str, str]:
 
 @router.get("/metrics")
 def metrics_endpoint(request: Request) -> Response:
-    return Response(generate_latest(_hook(request).metrics.registry), media_type=CONTENT_TYPE_LATEST)
+    metrics = _hook(request).metrics
+    metrics.expire()
+    return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
 
 
-def _error(message: str, status_code: int) -> JSONResponse:
-    return JSONResponse({"error": message}, status_code=status_code)
-
-
-def _too_large(request: Request) -> bool:
-    length = request.headers.get("content-length", "")
-    return length.isdigit() and int(length) > MAX_BODY_BYTES
 
 
 def __getattr__(name: str) -> FastAPI:

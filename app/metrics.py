@@ -2,19 +2,42 @@
 
 The counters move when a sync reports the matching transition (``Event``); Metacontroller may repeat a
 sync whose status write lagged, so treat them as upstream does its own: approximate, monotonic.
+
+Cardinality stays bounded: ``mpi_operator_job_info`` has a series only for jobs this replica synced
+within ``job_info_ttl`` seconds that still have a launcher and have not finished; every other label set
+is a fixed small set (hook, outcome, error kind). With several hook replicas each reports the jobs it
+served, so a job may appear on more than one replica: aggregate with ``max by (namespace, launcher)``.
 """
 
 from __future__ import annotations
 
-from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram
+import time
+from collections.abc import Callable
+
+from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 from app.core.status import Milestone
 from app.core.sync import SyncResult
+from app.kube import names
+
+# 1 KiB .. 256 MiB by powers of four: a 1-worker sync is ~10 KB, a 4,096-worker one ~30 MB.
+SIZE_BUCKETS = tuple(float(1024 * 4**i) for i in range(10))
+ERROR_KINDS = ("too_large", "busy", "read_timeout", "disconnected", "bad_request", "internal")
+_FINISHED = ("Succeeded", "Failed")
 
 
 class Metrics:
-    def __init__(self, registry: CollectorRegistry | None = None) -> None:
+    def __init__(
+        self,
+        registry: CollectorRegistry | None = None,
+        *,
+        job_info_ttl: float = 7200.0,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
         self.registry = registry or CollectorRegistry()
+        self.job_info_ttl = job_info_ttl
+        self._clock = clock
+        self._job_seen: dict[tuple[str, str], float] = {}
         self.jobs_created = Counter(
             "mpi_operator_jobs_created", "Counts number of MPI jobs created", registry=self.registry
         )
@@ -43,6 +66,42 @@ class Metrics:
             ["hook", "outcome"],
             registry=self.registry,
         )
+        self._add_transport_collectors()
+
+    def _add_transport_collectors(self) -> None:
+        """Sizes, refusals, the memory budget and the process: what the guard and the endpoints see."""
+        ProcessCollector(registry=self.registry)  # process_resident_memory_bytes, against the memory limit
+        self.request_bytes = Histogram(
+            "mpi_operator_hook_request_size_bytes",
+            "Size of hook request bodies that were read whole",
+            ["hook"],
+            buckets=SIZE_BUCKETS,
+            registry=self.registry,
+        )
+        self.response_bytes = Histogram(
+            "mpi_operator_hook_response_size_bytes",
+            "Size of 200 response bodies",
+            ["hook"],
+            buckets=SIZE_BUCKETS,
+            registry=self.registry,
+        )
+        self.errors = Counter(
+            "mpi_operator_hook_errors",
+            "Hook requests not answered 200, by kind: " + ", ".join(ERROR_KINDS),
+            ["hook", "kind"],
+            registry=self.registry,
+        )
+        self.in_flight_bytes = Gauge(
+            "mpi_operator_hook_in_flight_request_bytes",
+            "Request bytes admitted and not yet answered (the memory budget in use)",
+            registry=self.registry,
+        )
+        for hook in ("sync", "customize"):
+            for kind in ERROR_KINDS:
+                self.errors.labels(hook, kind)  # every series exists from the start, at 0
+
+    def error(self, hook: str, kind: str) -> None:
+        self.errors.labels(hook if hook in ("sync", "customize") else "other", kind).inc()
 
     def record_sync(self, result: SyncResult, seconds: float) -> None:
         """Count one answered sync: its outcome, the milestones its Events mark, the job's launcher."""
@@ -55,6 +114,27 @@ class Metrics:
                 self.jobs_successful.inc()
             elif event.milestone == Milestone.FAILED:
                 self.jobs_failed.inc()
+        self._record_job(result)
+
+    def _record_job(self, result: SyncResult) -> None:
+        """One series per live job: set while it has a launcher and is not finished, dropped after."""
         launcher = result.launcher
-        if launcher is not None:
-            self.job_info.labels(launcher=launcher, namespace=result.namespace).set(1)
+        finished = any(
+            c.get("type") in _FINISHED and c.get("status") == "True"
+            for c in result.status.get("conditions") or ()
+        )
+        key = (launcher or names.launcher_name(result.name), result.namespace)
+        if launcher is None or finished:
+            if self._job_seen.pop(key, None) is not None:
+                self.job_info.remove(*key)
+            return
+        self._job_seen[key] = self._clock()
+        self.job_info.labels(launcher=launcher, namespace=result.namespace).set(1)
+
+    def expire(self) -> None:
+        """Drop series of jobs not synced for ``job_info_ttl`` (deleted jobs are never synced again)."""
+        oldest = self._clock() - self.job_info_ttl
+        for key, seen in list(self._job_seen.items()):
+            if seen < oldest:
+                del self._job_seen[key]
+                self.job_info.remove(*key)

@@ -5,6 +5,7 @@ Validated once at start-up: a bad value stops the process with a message naming 
 
 from __future__ import annotations
 
+import logging
 import re
 from pathlib import Path
 
@@ -30,6 +31,36 @@ class Settings(BaseSettings):
         description="File with >= 32 secret bytes; SSH keys are derived from it and the job UID.",
     )
     log_level: str = Field(default="INFO", description="Python log level of the hook.")
+    log_format: str = Field(default="text", description="'text' or 'json' (one JSON object per line).")
+    max_body_bytes: int = Field(
+        default=160 * 1024 * 1024,
+        ge=1024,
+        description="Largest hook request body, enforced while reading (chunked included): 413 beyond.",
+    )
+    memory_budget_bytes: int = Field(
+        default=160 * 1024 * 1024,
+        ge=1024,
+        description="Request bytes admitted at once; a request waits for room (503 after the wait).",
+    )
+    admission_wait_seconds: float = Field(
+        default=20.0, gt=0, description="How long a request may wait for room in the memory budget."
+    )
+    read_timeout_seconds: float = Field(
+        default=20.0, gt=0, description="Time to receive a whole request body: 408 beyond."
+    )
+    job_info_ttl_seconds: float = Field(
+        default=7200.0, gt=0, description="mpi_operator_job_info drops a job not synced for this long."
+    )
+    metrics_port: int = Field(
+        default=0,
+        ge=0,
+        le=65535,
+        description="A second port serving only /metrics (0: none; /metrics is always on the main port).",
+    )
+    metacontroller_apply_strategy: str = Field(
+        default="dynamic-apply",
+        description="Metacontroller's --apply-strategy: sizes the largest ConfigMap a job may need.",
+    )
 
     @field_validator("cluster_domain")
     @classmethod
@@ -73,10 +104,32 @@ class Settings(BaseSettings):
             raise ValueError("must be one of DEBUG, INFO, WARNING, ERROR")
         return value
 
+    @field_validator("log_format")
+    @classmethod
+    def _log_format(cls, value: str) -> str:
+        value = value.lower()
+        if value not in {"text", "json"}:
+            raise ValueError("must be 'text' or 'json'")
+        return value
+
+    @field_validator("metacontroller_apply_strategy")
+    @classmethod
+    def _apply_strategy(cls, value: str) -> str:
+        if value not in {"dynamic-apply", "server-side-apply"}:
+            raise ValueError("must be 'dynamic-apply' or 'server-side-apply'")
+        return value
+
+    @property
+    def annotation_budget(self) -> bool:
+        """dynamic-apply copies each child into a 256 KiB annotation, which bounds its size."""
+        return self.metacontroller_apply_strategy == "dynamic-apply"
+
     def key_source(self) -> KeySource:
         if self.ssh_key_seed_file is None:
             return random_keys
-        return SeededKeys(self.ssh_key_seed_file.read_bytes())
+        # A job without a UID gets a random key; the hook's log says so (keys.py, README).
+        warn = logging.getLogger("mpi_operator_hook.keys").warning
+        return SeededKeys(self.ssh_key_seed_file.read_bytes(), on_fallback=warn)
 
 
 class SettingsError(RuntimeError):

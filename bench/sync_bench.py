@@ -71,7 +71,14 @@ def main() -> None:
     settings = Settings()
 
     def whole_sync() -> bytes:
-        result = sync(decode_request(body), now=NOW, keys=KEYS, cluster_domain=settings.cluster_domain)
+        # Server-side apply: under dynamic-apply a 4,096-worker ConfigMap is over its annotation budget.
+        result = sync(
+            decode_request(body),
+            now=NOW,
+            keys=KEYS,
+            cluster_domain=settings.cluster_domain,
+            annotation_budget=False,
+        )
         return orjson.dumps(result.response())
 
     out = whole_sync()

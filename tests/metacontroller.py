@@ -499,6 +499,7 @@ class FakeMetacontroller:
             keys=self.keys,
             cluster_domain=self.settings.cluster_domain,
             gang_scheduling=self.settings.gang_scheduling,
+            annotation_budget=self.settings.annotation_budget,
         )
         return orjson.loads(orjson.dumps(result.response()))
 

@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import base64
 import copy
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -26,8 +27,9 @@ from app.children.launcher import build_launcher
 from app.children.service import build_service
 from app.children.ssh_secret import build_ssh_secret
 from app.children.workers import WorkerFactory
-from app.kube.keys import SeededKeys
+from app.kube.keys import UNSEEDED_MESSAGE, SeededKeys
 from app.kube.request import Meta, ObservedSecret
+from app.settings import Settings
 
 OPERATOR = "training.kubeflow.org/operator-name"
 JOB_NAME = "training.kubeflow.org/job-name"
@@ -1353,3 +1355,20 @@ def test_fs_group_for_a_non_root_key(
     worker_spec = WorkerFactory(job, job.worker, "").build(0)["spec"]
     assert launcher_spec.get("securityContext") == want
     assert worker_spec.get("securityContext") == want
+def test_seeded_keys_without_a_uid_are_random_and_say_so(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Two jobs without metadata.uid must not share a derived key (issue 7); the hook's log says so."""
+    seed = tmp_path / "seed"
+    seed.write_bytes(b"s" * 32)
+    monkeypatch.setenv("MPI_OPERATOR_SSH_KEY_SEED_FILE", str(seed))
+    keys = Settings().key_source()
+    no_uid = with_defaults(MPIJob.model_validate({"metadata": {"name": "foo", "namespace": "bar"}}))
+    with caplog.at_level("WARNING", logger="mpi_operator_hook.keys"):
+        first = build_ssh_secret(no_uid, None, keys)["data"]
+        second = build_ssh_secret(no_uid, None, keys)["data"]
+    assert first["ssh-privatekey"] != second["ssh-privatekey"]
+    assert [r.getMessage() for r in caplog.records] == [UNSEEDED_MESSAGE] * 2
+    assert all(first["ssh-privatekey"] not in r.getMessage() for r in caplog.records)
+    with_uid = with_defaults(MPIJob.model_validate({"metadata": {"name": "foo", "uid": "u-1"}}))
+    assert build_ssh_secret(with_uid, None, keys)["data"] == build_ssh_secret(with_uid, None, keys)["data"]

@@ -28,6 +28,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
+from app.api.limits import MAX_WORKERS
 from tools import gen_crd
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -458,6 +459,7 @@ VALID = {
     "slotsPerWorker 0": with_(pi(), "spec.slotsPerWorker", 0),
     "54-character name, 10 workers": pi("a" * 54, workers=10),
     "52-character name, 1000 workers": pi("a" * 52, workers=1000),
+    "the largest job, 16,384 workers": pi(workers=MAX_WORKERS),
     "every run policy": with_(
         pi(),
         "spec.runPolicy",
@@ -540,6 +542,10 @@ INVALID = {
     "Worker replicas 0": (
         with_(pi(), f"{WORKER}.replicas", 0),
         {("cel", f"{WORKER}.replicas", "must be greater than or equal to 1")},
+    ),
+    "Worker replicas above the maximum": (
+        with_(pi(), f"{WORKER}.replicas", MAX_WORKERS + 1),
+        {("schema", f"{WORKER}.replicas", "maximum")},
     ),
     "Worker without replicas": (
         pi(workers=None),

@@ -246,8 +246,13 @@ def test_the_crd_messages_are_the_ones_lint_prints() -> None:
 
 @pytest.mark.parametrize("job", VALID.values(), ids=VALID.keys())
 def test_what_the_crd_admits_has_no_errors(job: Job) -> None:
+    """Except the one limit the CRD cannot see: a hostfile too large for Metacontroller's default
+    dynamic-apply (its last-applied annotation), which the hook reports the same way."""
     errors = [f for f in lint_manifest(job) if f.severity is Severity.ERROR]
-    assert errors == []
+    too_large = [f for f in errors if "a ConfigMap can hold here" in f.message]
+    assert [f for f in errors if f not in too_large] == []
+    worker = job["spec"]["mpiReplicaSpecs"].get("Worker") or {}
+    assert bool(too_large) == (worker.get("replicas", 0) >= 1000), worker.get("replicas")
 
 
 # The pod template's own schema (Kubernetes' Pod) is left to `kubectl apply --dry-run=server`.

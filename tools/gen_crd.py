@@ -34,6 +34,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python tools/gen_crd.py` puts tools/ on sys.path, not the repo root
     sys.path.insert(0, str(ROOT))
 
+from app.api.limits import MAX_WORKERS  # noqa: E402  (needs the sys.path entry above)
 from app.api.types import (  # noqa: E402  (needs the sys.path entry above)
     API_VERSION,
     KIND,
@@ -321,7 +322,9 @@ def replica_spec_schema(replica_type: ReplicaType) -> dict[str, Any]:
         what = "The launcher runs mpirun (or mpiexec) and owns the job's outcome; it runs as a batch/v1 Job."
     else:
         replicas = _int32(
-            "Number of worker pods, at least 1. Required.",
+            f"Number of worker pods, at least 1 and at most {MAX_WORKERS} (the largest job the hook"
+            " supports; the ConfigMap of the hostfile may allow fewer, see the hook's README). Required.",
+            maximum=MAX_WORKERS,
             **{"x-kubernetes-validations": [_rule("self >= 1", "must be greater than or equal to 1")]},
         )
         restart_default = RestartPolicy.NEVER.value

@@ -108,11 +108,15 @@ class MPIJobSpec(_Model):
         return (self.mpi_replica_specs or {}).get(kind.value)
 
 
+# What the apiserver stores; anything larger did not come from one (and the encoder can't write it).
+_INT64_MIN, _INT64_MAX = -(2**63), 2**63 - 1
+
+
 class ObjectMeta(_Model):
     name: str = ""
     namespace: str = ""
     uid: str = ""
-    generation: int | None = None
+    generation: int | None = Field(default=None, ge=_INT64_MIN, le=_INT64_MAX)
     labels: dict[str, str] = Field(default_factory=dict)
     annotations: dict[str, str] = Field(default_factory=dict)
     deletion_timestamp: str | None = Field(default=None, alias="deletionTimestamp")
@@ -128,9 +132,9 @@ class JobCondition(_Model):
 
 
 class ReplicaStatus(_Model):
-    active: int = 0
-    succeeded: int = 0
-    failed: int = 0
+    active: int = Field(default=0, ge=_INT64_MIN, le=_INT64_MAX)
+    succeeded: int = Field(default=0, ge=_INT64_MIN, le=_INT64_MAX)
+    failed: int = Field(default=0, ge=_INT64_MIN, le=_INT64_MAX)
 
 
 class JobStatus(_Model):

@@ -6,6 +6,10 @@ occur and are not here.
 
 Formatting follows apimachinery's ``field.Error``: ``<path>: Required value: ...``,
 ``<path>: Invalid value: <v>: ...``, ``<path>: Unsupported value: "<v>": supported values: ...``.
+
+Beyond upstream (the hook must survive input the CRD would have refused, and must never build a child
+the apiserver will reject): integer ranges, pod template shapes (``template_shape``) and the size
+limits of ``limits``, all checked before anything is built.
 """
 
 from __future__ import annotations
@@ -15,7 +19,9 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
+from app.api import limits
 from app.api.defaults import Job, Replica
+from app.api.template_shape import INT64_MAX, INT64_MIN, template_problems
 from app.api.types import (
     KUBEFLOW_JOB_CONTROLLER,
     MULTIKUEUE_CONTROLLER,
@@ -35,12 +41,19 @@ _DNS1035_MESSAGE = (
 )
 
 
+# Built once: enum member lookups per sync are measurable in a small job's sync time.
+_IMPLEMENTATIONS = tuple(sorted(m.value for m in MPIImplementation))
+_RESTART_POLICIES = (RestartPolicy.NEVER.value, RestartPolicy.ON_FAILURE.value)
+_CLEAN_POD_POLICIES = tuple(sorted(p.value for p in CleanPodPolicy))
+_OPENMPI = MPIImplementation.OPENMPI.value
+
+
 @dataclass(frozen=True, slots=True)
 class FieldError:
     """One validation error, rendered like apimachinery's ``field.Error.Error()``."""
 
     field: str
-    kind: str  # "Required", "Invalid" or "NotSupported"
+    kind: str  # "Required", "Invalid", "NotSupported", "Forbidden" or "TooLong"
     detail: str
     value: Any = None
     supported: tuple[str, ...] = ()
@@ -50,6 +63,8 @@ class FieldError:
     def __str__(self) -> str:
         if self.kind == "Required":
             return f"{self.field}: Required value: {self.detail}"
+        if self.kind in ("Forbidden", "TooLong"):
+            return f"{self.field}: {'Too long' if self.kind == 'TooLong' else 'Forbidden'}: {self.detail}"
         if self.kind == "NotSupported":
             options = ", ".join(json.dumps(s) for s in self.supported)
             value = _quote(self.value, self.named_type)
@@ -61,6 +76,8 @@ def _quote(value: Any, html_escaped: bool = False) -> str:
     """apimachinery's rendering of a bad value: JSON strings with UTF-8 kept."""
     if value is None:
         value = ""
+    if isinstance(value, int) and not isinstance(value, bool) and not INT64_MIN <= value <= INT64_MAX:
+        return "<an integer beyond 64 bits>"  # str() of a 5,000-digit int raises, and says nothing useful
     if not isinstance(value, str):
         return str(value)
     text = json.dumps(value, ensure_ascii=False)
@@ -75,9 +92,46 @@ def aggregate(errors: list[FieldError]) -> str:
     return messages[0] if len(messages) == 1 else "[" + ", ".join(messages) + "]"
 
 
-def validate(job: Job) -> list[FieldError]:
-    """Validate a defaulted MPIJob; an empty list means valid."""
-    return [*_validate_name(job), *_validate_spec(job, "spec")]
+def validate(job: Job, *, cluster_domain: str = "", annotation_budget: bool = True) -> list[FieldError]:
+    """Validate a defaulted MPIJob; an empty list means valid.
+
+    ``cluster_domain`` and ``annotation_budget`` (Metacontroller's default dynamic-apply keeps each child's
+    last applied configuration in a 256 KiB annotation) size the ConfigMap check of ``limits``.
+    """
+    errors = [*_validate_name(job), *_validate_spec(job, "spec")]
+    if not errors:
+        errors = _validate_sizes(job, cluster_domain, annotation_budget)
+    return errors
+
+
+def _validate_sizes(job: Job, cluster_domain: str, annotation_budget: bool) -> list[FieldError]:
+    """Sizes of what would be built; only for an otherwise valid job, whose numbers are all in range."""
+    errors: list[FieldError] = []
+    for kind, replica in ((ReplicaType.LAUNCHER, job.launcher), (ReplicaType.WORKER, job.worker)):
+        if replica is not None and annotation_budget:
+            size = limits.encoded_size(replica.template)
+            if size > limits.TEMPLATE_BUDGET:
+                detail = f"the pod template encodes to {size} bytes; {limits.TEMPLATE_BUDGET_REASON}"
+                errors.append(FieldError(f"spec.mpiReplicaSpecs[{kind}].template", "TooLong", detail))
+    size = limits.config_bytes(
+        job.name,
+        job.namespace,
+        cluster_domain,
+        replicas=job.worker_replicas,
+        slots=job.slots_per_worker,
+        launcher_is_worker=job.run_launcher_as_worker,
+        openmpi=job.mpi_implementation == _OPENMPI,
+    )
+    budget = limits.CONFIG_BUDGET if annotation_budget else limits.CONFIG_BUDGET_SERVER_SIDE_APPLY
+    if size > budget:
+        detail = (
+            f"the hostfile and discover_hosts.sh of {job.worker_replicas} workers take {size} bytes, more"
+            f" than the {budget} a ConfigMap can hold here ({limits.CONFIG_BUDGET_REASON}); use fewer"
+            " workers (or more slots per worker), or shorter job and namespace names"
+        )
+        path = f"spec.mpiReplicaSpecs[{ReplicaType.WORKER}].replicas"
+        errors.append(FieldError(path, "Invalid", detail, job.worker_replicas))
+    return errors
 
 
 def dns1035_errors(value: str) -> list[str]:
@@ -90,7 +144,8 @@ def dns1035_errors(value: str) -> list[str]:
 
 
 def _validate_name(job: Job) -> list[FieldError]:
-    replicas = max(job.worker_replicas, 1)
+    # A count beyond MAX_WORKERS is reported on the replicas field; its digits must not cost here.
+    replicas = min(max(job.worker_replicas, 1), limits.MAX_WORKERS)
     hostname = f"{job.name}-worker-{replicas - 1}"
     problems = dns1035_errors(hostname)
     if not problems:
@@ -104,8 +159,9 @@ def _validate_name(job: Job) -> list[FieldError]:
 def _validate_spec(job: Job, path: str) -> list[FieldError]:
     errors = _validate_replica_specs(job, f"{path}.mpiReplicaSpecs")
     errors += _non_negative(job.slots_per_worker, f"{path}.slotsPerWorker")
+    errors += _at_most(job.slots_per_worker, limits.INT32_MAX, f"{path}.slotsPerWorker")
     errors += _validate_run_policy(job, f"{path}.runPolicy")
-    implementations = sorted(m.value for m in MPIImplementation)
+    implementations = _IMPLEMENTATIONS
     if job.mpi_implementation not in implementations:
         errors.append(
             FieldError(
@@ -145,12 +201,15 @@ def _validate_replica_specs(job: Job, path: str) -> list[FieldError]:
                     job.worker.replicas,
                 )
             )
+        elif job.worker.replicas > limits.MAX_WORKERS:
+            message = limits.MAX_WORKERS_MESSAGE
+            errors.append(FieldError(f"{worker_path}.replicas", "Invalid", message, job.worker.replicas))
     return errors
 
 
 def _validate_replica_spec(spec: Replica, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    allowed = (RestartPolicy.NEVER.value, RestartPolicy.ON_FAILURE.value)
+    allowed = _RESTART_POLICIES
     if spec.restart_policy not in allowed:
         errors.append(
             FieldError(
@@ -162,8 +221,11 @@ def _validate_replica_spec(spec: Replica, path: str) -> list[FieldError]:
                 named_type=True,
             )
         )
+    problems = template_problems(spec.template, f"{path}.template")
+    errors += [FieldError(field, "Forbidden", detail) for field, detail in problems]
+    if problems:
+        return errors
     pod = spec.template.get("spec")
-    # A pod spec of the wrong shape (only possible outside the CRD, e.g. `mpijob lint`) has no containers.
     containers = pod.get("containers") if isinstance(pod, dict) else None
     if not containers:
         errors.append(
@@ -174,7 +236,7 @@ def _validate_replica_spec(spec: Replica, path: str) -> list[FieldError]:
 
 def _validate_run_policy(job: Job, path: str) -> list[FieldError]:
     errors: list[FieldError] = []
-    allowed = tuple(sorted(p.value for p in CleanPodPolicy))
+    allowed = _CLEAN_POD_POLICIES
     if job.clean_pod_policy not in allowed:
         errors.append(
             FieldError(
@@ -187,13 +249,13 @@ def _validate_run_policy(job: Job, path: str) -> list[FieldError]:
             )
         )
     policy = job.run_policy
-    for name, value in (
-        ("ttlSecondsAfterFinished", policy.ttl_seconds_after_finished),
-        ("activeDeadlineSeconds", policy.active_deadline_seconds),
-        ("backoffLimit", policy.backoff_limit),
+    for name, value, most in (
+        ("ttlSecondsAfterFinished", policy.ttl_seconds_after_finished, limits.INT32_MAX),
+        ("activeDeadlineSeconds", policy.active_deadline_seconds, INT64_MAX),
+        ("backoffLimit", policy.backoff_limit, limits.INT32_MAX),
     ):
         if value is not None:
-            errors += _non_negative(value, f"{path}.{name}")
+            errors += _non_negative(value, f"{path}.{name}") + _at_most(value, most, f"{path}.{name}")
     errors += _validate_scheduling_policy(policy, f"{path}.schedulingPolicy")
     managers = (KUBEFLOW_JOB_CONTROLLER, MULTIKUEUE_CONTROLLER)
     if policy.managed_by is not None and policy.managed_by not in managers:
@@ -213,7 +275,15 @@ def _validate_scheduling_policy(policy: RunPolicy, path: str) -> list[FieldError
     ):
         if value is not None:
             errors += _non_negative(value, f"{path}.{name}")
+            errors += _at_most(value, limits.INT32_MAX, f"{path}.{name}")
     return errors
+
+
+def _at_most(value: int, most: int, path: str) -> list[FieldError]:
+    """The CRD's int32/int64 formats, which a request that bypassed the apiserver need not respect."""
+    if value > most:
+        return [FieldError(path, "Invalid", f"must be no more than {most}", value)]
+    return []
 
 
 def _non_negative(value: int, path: str) -> list[FieldError]:

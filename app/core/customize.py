@@ -40,7 +40,7 @@ _decoder = msgspec.json.Decoder(_CustomizeRequest)
 def customize(body: bytes) -> dict[str, Any]:
     try:
         request = _decoder.decode(body)
-    except (msgspec.ValidationError, msgspec.DecodeError):
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         raise RequestError("not a Metacontroller customize request") from None
     parent = request.parent
     if parent.kind != KIND or parent.apiVersion != API_VERSION:

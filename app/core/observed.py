@@ -65,8 +65,19 @@ def _launcher_pods(job_name: str, request: SyncRequest) -> list[ObservedPod]:
     ]
 
 
+# No worker index has more digits than MAX_WORKERS; a longer one is not a worker of ours.
+_MAX_INDEX_DIGITS = 10
+
+
 def _worker_index(name: str, prefix: str) -> int | None:
+    """The index of ``<job>-worker-<i>``; ASCII digits only (``str.isdigit`` also accepts ``²``)."""
     suffix = name.removeprefix(prefix)
-    if suffix == name or not suffix.isdigit() or (len(suffix) > 1 and suffix[0] == "0"):
+    if (
+        suffix == name
+        or not suffix.isascii()
+        or not suffix.isdigit()
+        or len(suffix) > _MAX_INDEX_DIGITS
+        or (len(suffix) > 1 and suffix[0] == "0")
+    ):
         return None
     return int(suffix)

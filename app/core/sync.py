@@ -31,7 +31,7 @@ from app.core.observed import classify
 from app.core.plan import make_plan
 from app.core.status import Event, invalid_status, next_status
 from app.core.warnings import lint_message, place_warning, without_warning
-from app.kube import names
+from app.kube import depth, names
 from app.kube.keys import KeySource
 from app.kube.request import RequestError, SyncRequest
 
@@ -75,6 +75,10 @@ class SyncResult:
 RESYNC_AFTER_FINISHING_SECONDS = 1.0
 
 
+# Deeper than any pod template needs (~15 levels below the parent), well inside the parser's ~200.
+MAX_PARENT_DEPTH = 64
+
+
 class _Head(BaseModel):
     """Just enough of a parent whose spec does not parse: who it is and what status it has."""
 
@@ -83,9 +87,19 @@ class _Head(BaseModel):
 
 
 def sync(
-    request: SyncRequest, *, now: datetime, keys: KeySource, cluster_domain: str, gang_scheduling: str = ""
+    request: SyncRequest,
+    *,
+    now: datetime,
+    keys: KeySource,
+    cluster_domain: str,
+    gang_scheduling: str = "",
+    annotation_budget: bool = True,
 ) -> SyncResult:
-    """``gang_scheduling``: as upstream's ``--gang-scheduling`` (empty, ``volcano`` or a scheduler name)."""
+    """``gang_scheduling``: as upstream's ``--gang-scheduling`` (empty, ``volcano`` or a scheduler name).
+    ``annotation_budget``: Metacontroller applies with dynamic-apply, so each child must fit its
+    256 KiB last-applied annotation (``app.api.limits``); False under server-side apply."""
+    if request.too_deep is not None:
+        return _too_deep(request, request.too_deep, now)
     try:
         parsed = MPIJob.model_validate_json(bytes(request.parent))
     except ValidationError as err:
@@ -95,7 +109,7 @@ def sync(
     if (managed_by is not None and managed_by != KUBEFLOW_JOB_CONTROLLER) or meta.deletion_timestamp:
         return _left_alone(request, meta)
     job = with_defaults(parsed)
-    errors = validate(job)
+    errors = validate(job, cluster_domain=cluster_domain, annotation_budget=annotation_budget)
     if errors:
         return _invalid(request, meta, job.status, errors, now)
     warning = lint_message(parsed, orjson.loads(bytes(request.parent)))
@@ -147,6 +161,9 @@ def _invalid(
 
 def _unparsable(request: SyncRequest, err: ValidationError, now: datetime) -> SyncResult:
     """A spec of the wrong shape is an invalid job too: its errors in upstream's path notation."""
+    if _recursion(err):
+        _, where = depth.prune(bytes(request.parent), MAX_PARENT_DEPTH)
+        return _too_deep(request, f"parent.{where or ''}", now)
     try:
         head = _Head.model_validate_json(bytes(request.parent))
     except ValidationError:
@@ -155,6 +172,25 @@ def _unparsable(request: SyncRequest, err: ValidationError, now: datetime) -> Sy
         FieldError(_field_path(e["loc"]), "Invalid", e["msg"], _short(e.get("input"))) for e in err.errors()
     ]
     return _invalid(request, head.metadata, head.status, errors, now)
+
+
+def _recursion(err: ValidationError) -> bool:
+    return any(e["type"] == "json_invalid" and "recursion limit" in e["msg"] for e in err.errors())
+
+
+def _too_deep(request: SyncRequest, where: str, now: datetime) -> SyncResult:
+    """Nesting beyond the parsers: an Invalid job when it is in the MPIJob (unknown fields under a
+    template's metadata are kept by the CRD at any depth the apiserver takes), else a bad request."""
+    if not where.startswith("parent."):
+        raise RequestError("request body nests too deeply")
+    pruned, _ = depth.prune(bytes(request.parent), MAX_PARENT_DEPTH)
+    try:
+        head = _Head.model_validate_json(pruned)
+    except ValidationError:
+        raise RequestError("parent MPIJob has malformed metadata or status") from None
+    detail = f"must not nest deeper than {MAX_PARENT_DEPTH} levels"
+    error = FieldError(where.removeprefix("parent.")[:128], "Forbidden", detail)
+    return _invalid(request, head.metadata, head.status, [error], now)
 
 
 def _field_path(loc: tuple[int | str, ...]) -> str:

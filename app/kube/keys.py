@@ -4,6 +4,11 @@ Key creation is injected into ``sync`` so the core stays pure. Two sources:
 ``random_keys`` (a fresh key each call, as upstream) and ``SeededKeys`` (the key is derived from a
 secret seed and the job's UID, so a Secret deleted mid-run comes back identical and every hook
 replica computes the same key). ``SSHKeyPair`` never shows its private half in a repr.
+
+A seeded key needs a job UID: without one, every such job would derive the same key. ``SeededKeys`` then
+falls back to a random key and says so through ``on_fallback``, which the shell points at a WARNING log
+line (this layer does no I/O); the apiserver always sets ``metadata.uid``, so only a hand-made request
+can trigger it.
 """
 
 from __future__ import annotations
@@ -19,6 +24,7 @@ from cryptography.hazmat.primitives.kdf.hkdf import HKDF
 _SCALAR_BITS = 520
 _KDF_INFO = b"mpi-operator-hook/ssh-key/v1/"
 MIN_SEED_BYTES = 32
+UNSEEDED_MESSAGE = "MPIJob without metadata.uid: its SSH key is random, not derived from the seed"
 
 
 @dataclass(frozen=True)
@@ -53,15 +59,19 @@ def random_keys(job_uid: str) -> SSHKeyPair:
 class SeededKeys:
     """Derive the key from HKDF-SHA512(seed, job UID): same seed and UID, same key, on every replica."""
 
-    def __init__(self, seed: bytes) -> None:
+    def __init__(self, seed: bytes, on_fallback: Callable[[str], None] = lambda message: None) -> None:
         if len(seed) < MIN_SEED_BYTES:
             raise ValueError(f"SSH key seed must be at least {MIN_SEED_BYTES} bytes")
         self._seed = seed
+        self._on_fallback = on_fallback
 
     def __repr__(self) -> str:
         return "SeededKeys(<redacted>)"
 
     def __call__(self, job_uid: str) -> SSHKeyPair:
+        if not job_uid.strip():
+            self._on_fallback(UNSEEDED_MESSAGE)
+            return random_keys(job_uid)
         material = HKDF(
             algorithm=hashes.SHA512(), length=80, salt=None, info=_KDF_INFO + job_uid.encode()
         ).derive(self._seed)

@@ -7,8 +7,17 @@ form keeps Metacontroller's 3-way merge from seeing a difference that isn't ther
 
 from __future__ import annotations
 
+import functools
 import re
-from decimal import ROUND_CEILING, ROUND_FLOOR, Decimal, InvalidOperation
+from decimal import (
+    ROUND_CEILING,
+    ROUND_FLOOR,
+    Context,
+    Decimal,
+    InvalidOperation,
+    Overflow,
+    localcontext,
+)
 from typing import Any
 
 _QUANTITY = re.compile(r"^([+-]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+))([eE][+-]?[0-9]+|[KMGTPE]i|[numkMGTPE])?$")
@@ -17,34 +26,50 @@ _DECIMAL = {"n": -9, "u": -6, "m": -3, "": 0, "k": 3, "M": 6, "G": 9, "T": 12, "
 _DECIMAL_SUFFIX = {exponent: suffix for suffix, exponent in _DECIMAL.items()}
 _NANO = Decimal("1e-9")
 _MAX_ALLOWED = Decimal(2**63 - 1)
+# Room for any int64 quantity at nano precision. A value needing more (``1e1000000``, 60 digits) is
+# returned as written: the apiserver canonicalises it, and a big number must not cost us memory or time.
+_CONTEXT = Context(prec=64, Emax=64, Emin=-64, traps=None)
+_MAX_TEXT = 64
 
 
+@functools.lru_cache(maxsize=4096, typed=True)
 def canonical_quantity(value: int | float | str) -> str:
-    """Return ``value`` as the apiserver would print it; unparsable input is returned unchanged."""
+    """Return ``value`` as the apiserver would print it; unparsable input is returned unchanged.
+
+    Cached: a cluster's templates repeat the same few quantities, and every sync canonicalises them."""
     parsed = parse_quantity(value)
     if parsed is None:
-        return str(value).strip() if not isinstance(value, bool) else str(value)
-    return format_quantity(*parsed)
+        return str(value).strip() if not isinstance(value, bool | int) else str(value)
+    with localcontext(_CONTEXT) as context:
+        text = format_quantity(*parsed)
+        failed = context.flags[Overflow] or context.flags[InvalidOperation]
+    return str(value).strip() if failed else text
 
 
 def parse_quantity(value: int | float | str) -> tuple[Decimal, str] | None:
-    """The amount (rounded as the apiserver rounds) and the form it prints in, or None if unparsable.
+    """The amount (rounded as the apiserver rounds) and the form it prints in, or None if unparsable
+    or beyond what any int64 quantity needs.
 
     The form is ``binary`` (Ki, Mi, ...), ``decimal`` (m, k, M, ... or none) or ``exponent`` (1e3).
     """
-    text = str(value).strip() if not isinstance(value, bool) else str(value)
-    match = _QUANTITY.match(text)
+    text = str(value).strip() if not isinstance(value, bool | int) else str(value)
+    match = _QUANTITY.match(text) if len(text) <= _MAX_TEXT else None
     if match is None:
         return None
-    number, suffix = match.group(1), match.group(2) or ""
-    try:
-        amount = Decimal(number)
-    except InvalidOperation:
-        return None
+    with localcontext(_CONTEXT) as context:
+        parsed = _parse(match.group(1), match.group(2) or "")
+        failed = context.flags[Overflow] or context.flags[InvalidOperation]
+    return None if failed else parsed
+
+
+def _parse(number: str, suffix: str) -> tuple[Decimal, str] | None:
+    amount = Decimal(number)
     if suffix in _BINARY:
         amount *= 2 ** _BINARY[suffix]
         form = "binary"
     elif len(suffix) > 1 and suffix[0] in "eE":  # a lone "E" is the exa suffix
+        if abs(int(suffix[1:])) > _CONTEXT.Emax:
+            return None
         amount = amount.scaleb(int(suffix[1:]))
         form = "exponent"
     else:

@@ -11,6 +11,7 @@ from __future__ import annotations
 import msgspec
 
 from app.api.types import API_VERSION, KIND
+from app.kube import depth
 
 
 class RequestError(ValueError):
@@ -171,6 +172,9 @@ class SyncRequest(msgspec.Struct, frozen=True):
     related: Related = Related()
     # Not acted on (no finalize hook is declared), but a request where it is not a bool is malformed.
     finalizing: bool = False
+    # Set by ``decode_request`` when it had to cut nesting too deep to decode: where the first cut was.
+    # Metacontroller never sends this key; a caller that does can only make its own answer Invalid.
+    too_deep: str | None = msgspec.field(default=None, name="mpi-operator-hook/too-deep")
 
 
 _decoder = msgspec.json.Decoder(SyncRequest)
@@ -182,15 +186,30 @@ def decode_request(body: bytes) -> SyncRequest:
     if not body:
         raise RequestError("empty request body; expected a Metacontroller hook request")
     try:
-        request = _decoder.decode(body)
+        request = _decode(body)
         head = _head_decoder.decode(request.parent)
     except msgspec.ValidationError as err:
         raise RequestError(f"not a Metacontroller hook request: {_where(err)}") from None
     except msgspec.DecodeError:
         raise RequestError("request body is not valid JSON") from None
+    except RecursionError:
+        raise RequestError("request body nests too deeply") from None
     if head.kind != KIND or head.apiVersion != API_VERSION:
         raise RequestError(f"parent must be a {KIND} of apiVersion {API_VERSION}")
     return request
+
+
+# msgspec decodes about a thousand levels; anything below this many is cut (``depth.prune``).
+DECODE_DEPTH = 128
+
+
+def _decode(body: bytes) -> SyncRequest:
+    """Decode; a body nested deeper than the decoder goes is cut to ``DECODE_DEPTH`` and marked."""
+    try:
+        return _decoder.decode(body)
+    except RecursionError:
+        pruned, where = depth.prune(body, DECODE_DEPTH)
+    return msgspec.structs.replace(_decoder.decode(pruned), too_deep=where or "")
 
 
 def _where(err: msgspec.ValidationError) -> str:

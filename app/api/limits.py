@@ -1,0 +1,87 @@
+"""How large a job the hook accepts, and the sizes of what it would build, computed before building it.
+
+Three bounds, each documented in README "Limits":
+- ``MAX_WORKERS`` (also the CRD's ``maximum``): 16,384 workers. Measured (bench/sync_bench.py): a
+  steady-state sync of 16k realistic Pods is a 116 MB request that the hook answers in ~0.5 s in process
+  with ~150 MB of working memory besides the body; and no name choice lets more than ~17,600 workers fit
+  a 1 MiB ConfigMap anyway.
+- The ConfigMap ``<job>-config``: with Metacontroller's default ``dynamic-apply`` the whole desired object
+  is also stored in its ``last-applied-configuration`` annotation, and Kubernetes caps a object's
+  annotations at 256 KiB in total; with ``server-side-apply`` the 1 MiB ConfigMap data limit binds.
+  ``config_bytes`` is the exact JSON size of both data entries with every worker running (a test holds
+  it to the built ConfigMap), so the answer is arithmetic, not a build.
+- Each replica's pod template: its child (worker Pod or launcher Job) carries it in the same annotation.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import orjson
+
+INT32_MAX = 2**31 - 1
+MAX_WORKERS = 16_384
+MAX_WORKERS_MESSAGE = (
+    f"must be no more than {MAX_WORKERS}: the largest job the hook supports (README, Limits)"
+)
+
+_ANNOTATIONS_LIMIT = 256 * 1024  # apimachinery TotalAnnotationSizeLimitB
+_CONFIGMAP_DATA_LIMIT = 1024 * 1024  # core/v1 validation of ConfigMap data
+_METADATA_ALLOWANCE = 2 * 1024  # names, labels, keys and JSON punctuation around the data
+CONFIG_BUDGET = _ANNOTATIONS_LIMIT - _METADATA_ALLOWANCE
+CONFIG_BUDGET_SERVER_SIDE_APPLY = _CONFIGMAP_DATA_LIMIT - _METADATA_ALLOWANCE
+CONFIG_BUDGET_REASON = (
+    "Metacontroller's dynamic-apply copies each child into a last-applied annotation, and an object's"
+    " annotations hold at most 256 KiB; with server-side-apply the limit is 1 MiB"
+)
+# A Pod or Job around a template adds a few KiB (env, volumes, names) to it in the annotation.
+TEMPLATE_BUDGET = _ANNOTATIONS_LIMIT - 8 * 1024
+TEMPLATE_BUDGET_REASON = (
+    "Metacontroller copies each child, and with it this template, into a last-applied annotation of"
+    f" at most 256 KiB, so the template must stay under {TEMPLATE_BUDGET} bytes"
+)
+
+_WORKER_INFIX = "-worker-"
+_LAUNCHER_SUFFIX = "-launcher"
+_SHEBANG = "#!/bin/sh\\n"  # JSON-escaped: the newline is two bytes in the annotation
+_ECHO = "echo "
+_NEWLINE = 2  # "\n" once JSON-escaped
+
+
+def digits_total(count: int) -> int:
+    """Sum of ``len(str(i))`` for ``i`` in ``range(count)``, without iterating."""
+    total, width, low = 0, 1, 0
+    while low < count:
+        high = min(count, 10**width)
+        total += (high - low) * width
+        low, width = high, width + 1
+    return total
+
+
+def config_bytes(
+    name: str,
+    namespace: str,
+    cluster_domain: str,
+    *,
+    replicas: int,
+    slots: int,
+    launcher_is_worker: bool,
+    openmpi: bool,
+) -> int:
+    """JSON-encoded size of ``hostfile`` plus ``discover_hosts.sh`` when every worker runs."""
+    tail = len(name) + len(namespace) + len(".svc") + 2 + (len(cluster_domain) + 1 if cluster_domain else 0)
+    slot_suffix = len(f" slots={slots}") if openmpi else len(f":{slots}")
+    worker_hosts = replicas * (len(name) + len(_WORKER_INFIX) + tail) + digits_total(replicas)
+    hosts = replicas + (1 if launcher_is_worker else 0)
+    host_chars = worker_hosts + (len(name) + len(_LAUNCHER_SUFFIX) + tail if launcher_is_worker else 0)
+    hostfile = host_chars + hosts * (slot_suffix + _NEWLINE)
+    discover = len(_SHEBANG) + host_chars + hosts * (len(_ECHO) + _NEWLINE)
+    return hostfile + discover
+
+
+def encoded_size(value: Any) -> int:
+    """Bytes of ``value`` as compact JSON; 0 for what cannot be encoded (the shape checks report it)."""
+    try:
+        return len(orjson.dumps(value))
+    except (TypeError, orjson.JSONEncodeError):
+        return 0

@@ -1,0 +1,179 @@
+"""ASGI middleware that keeps hostile or simply huge hook requests from taking the pod down.
+
+- The body cap is enforced while reading, chunk by chunk, so a chunked body without Content-Length
+  is cut off at the cap exactly like a declared one (413), never buffered whole first.
+- Memory admission: each hook request reserves its declared size (the cap when undeclared) from one
+  byte budget before its body is read; a request that cannot get its bytes within the wait time is
+  answered 503 (Metacontroller retries with backoff). Small requests pass side by side; two huge ones
+  run one after the other instead of together past the pod's memory limit.
+- A body that trickles in slower than the read timeout is answered 408.
+The guard then answers the request itself through the endpoint registered for its path, with the body
+in one buffer (a bytearray filled in place when the length is declared, never copied again), so peak
+memory stays near one body and a small sync pays for no web framework. Other paths pass through.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from dataclasses import dataclass
+from typing import Any
+
+Scope = MutableMapping[str, Any]
+Message = MutableMapping[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+log = logging.getLogger("mpi_operator_hook")
+Endpoint = Callable[[bytes], Awaitable[tuple[int, bytes]]]
+
+
+@dataclass(frozen=True)
+class Limits:
+    max_body_bytes: int
+    memory_budget_bytes: int
+    admission_wait_seconds: float
+    read_timeout_seconds: float
+
+
+class Rejected(Exception):
+    """The request is refused before the app sees it; the message is fixed text, never input."""
+
+    def __init__(self, status: int, message: str, kind: str) -> None:
+        super().__init__(message)
+        self.status, self.message, self.kind = status, message, kind
+
+
+class ByteBudget:
+    """A counting semaphore over bytes, first come first served. The event loop is single-threaded, so
+    the common case (room to spare, nobody waiting) takes and returns bytes without awaiting anything."""
+
+    def __init__(self, total: int, on_change: Callable[[int], None] = lambda in_use: None) -> None:
+        self.total = total
+        self.in_use = 0
+        self._on_change = on_change
+        self._changed = asyncio.Condition()
+        self._waiting = 0
+
+    async def acquire(self, amount: int, wait_seconds: float) -> None:
+        amount = min(amount, self.total)
+        if self._waiting or self.in_use + amount > self.total:
+            await self._wait_for_room(amount, wait_seconds)
+        self.in_use += amount
+        self._on_change(self.in_use)
+
+    async def _wait_for_room(self, amount: int, wait_seconds: float) -> None:
+        self._waiting += 1
+        try:
+            async with self._changed:
+                await asyncio.wait_for(
+                    self._changed.wait_for(lambda: self.in_use + amount <= self.total), wait_seconds
+                )
+        except TimeoutError:
+            raise Rejected(503, "the hook is busy with other large requests; retry", "busy") from None
+        finally:
+            self._waiting -= 1
+
+    async def release(self, amount: int) -> None:
+        self.in_use -= min(amount, self.total)
+        self._on_change(self.in_use)
+        if self._waiting:
+            async with self._changed:
+                self._changed.notify_all()
+
+
+class BodyGuard:
+    """Read, cap and admit the body of each endpoint's requests, then answer them with the endpoint."""
+
+    def __init__(
+        self,
+        app: ASGIApp,
+        limits: Limits,
+        endpoints: Mapping[str, Endpoint],
+        on_reject: Callable[[str, str], None] = lambda hook, kind: None,
+        on_bytes: Callable[[int], None] = lambda in_use: None,
+    ) -> None:
+        self.app = app
+        self.limits = limits
+        self.endpoints = endpoints
+        self.budget = ByteBudget(limits.memory_budget_bytes, on_bytes)
+        self.on_reject = on_reject
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        endpoint = self.endpoints.get(scope.get("path", "")) if scope["type"] == "http" else None
+        if endpoint is None or scope.get("method") != "POST":
+            await self.app(scope, receive, send)
+            return
+        declared = _content_length(scope)
+        try:
+            if declared is not None and declared > self.limits.max_body_bytes:
+                raise Rejected(413, "request body too large", "too_large")
+            reserved = declared if declared is not None else self.limits.max_body_bytes
+            await self.budget.acquire(reserved, self.limits.admission_wait_seconds)
+        except Rejected as rejected:
+            await self._reject(scope, send, rejected)
+            return
+        try:
+            try:
+                body = await self._read(receive, declared)
+            except Rejected as rejected:
+                await self._reject(scope, send, rejected)
+                return
+            try:
+                status, payload = await endpoint(body)  # type: ignore[arg-type]  # bytes-like is enough
+            except Exception:
+                # Endpoints answer their own errors; this is a bug around them (metrics, logging).
+                log.exception("hook endpoint failed unexpectedly (request body not logged)")
+                self.on_reject(str(scope.get("path", "")).lstrip("/"), "internal")
+                status, payload = 503, b'{"error":"internal error in the hook; see the hook\'s logs"}'
+            await _respond(send, status, payload)
+        finally:
+            await self.budget.release(reserved)
+
+    async def _read(self, receive: Receive, declared: int | None) -> bytearray:
+        """The whole body, in one buffer of the declared size (grown as needed when chunked)."""
+        try:
+            async with asyncio.timeout(self.limits.read_timeout_seconds):  # one timer, not one per chunk
+                return await self._fill(receive, bytearray(declared or 0))
+        except TimeoutError:
+            raise Rejected(408, "request body not received in time", "read_timeout") from None
+
+    async def _fill(self, receive: Receive, body: bytearray) -> bytearray:
+        size = 0
+        while True:
+            message = await receive()
+            if message["type"] == "http.disconnect":
+                raise Rejected(400, "client disconnected", "disconnected")
+            chunk = message.get("body", b"")
+            if size + len(chunk) > self.limits.max_body_bytes:
+                raise Rejected(413, "request body too large", "too_large")
+            body[size : size + len(chunk)] = chunk
+            size += len(chunk)
+            if not message.get("more_body", False):
+                del body[size:]  # a body shorter than declared (the server refuses longer ones)
+                return body
+
+    async def _reject(self, scope: Scope, send: Send, rejected: Rejected) -> None:
+        self.on_reject(str(scope.get("path", "")).lstrip("/"), rejected.kind)
+        body = b'{"error":"' + rejected.message.encode() + b'"}'
+        # The rest of a refused body is never read: close the connection after answering.
+        await _respond(send, rejected.status, body, close=rejected.status in (408, 413))
+
+
+def _content_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers", ()):
+        if name == b"content-length":
+            text = value.decode("latin-1").strip()
+            # A malformed length is refused by the HTTP server itself; anything odd here counts as "none".
+            return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else None
+    return None
+
+
+async def _respond(send: Send, status: int, payload: bytes, *, close: bool = False) -> None:
+    headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    if close:
+        headers.append((b"connection", b"close"))
+    await send({"type": "http.response.start", "status": status, "headers": headers})
+    await send({"type": "http.response.body", "body": payload})

@@ -1,0 +1,270 @@
+"""The hook over HTTP against its physical floor, in one run; prints the README's table.
+
+For each job size (1, 64, 1,024 and 4,096 workers; steady state, realistic observed Pods cloned from the
+recorded wire request, see sync_bench.py) it measures:
+- in process: decode → sync → encode, best of R;
+- over HTTP: the hook served by ``mpijob serve``'s production uvicorn options, and the floor, the same
+  uvicorn serving bench/noop_app.py (reads the whole body, answers pre-built bytes of the hook's response
+  size): best of R, and their ratio;
+- peak RSS growth of a fresh hook process over its idle RSS (``VmHWM`` - ``VmRSS``), next to the size.
+Then small-job throughput (1 worker, C clients with keep-alive, for T seconds) for hook and floor; a
+concurrency run (many clients, same and different jobs) with latency percentiles; and RSS across
+10,000 small syncs. The client runs in this process: on a 2-core machine it competes with the server,
+which is fair to neither side equally, so compare ratios, not absolute numbers, across machines.
+
+    .venv/bin/python bench/http_bench.py [--sizes 1,64,1024,4096] [--repeat 5] [--quick]
+"""
+
+from __future__ import annotations
+
+import argparse
+import http.client
+import os
+import secrets
+import socket
+import statistics
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import orjson
+
+ROOT = Path(__file__).resolve().parent.parent
+sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench"))
+
+from sync_bench import KEYS, NOW, build_request  # noqa: E402
+
+from app.core.sync import sync  # noqa: E402
+from app.kube.request import decode_request  # noqa: E402
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port: int = sock.getsockname()[1]
+        return port
+
+
+_SERVE = """
+import sys, uvicorn
+from app.cli import server_options
+uvicorn.run(sys.argv[1], host="127.0.0.1", port=int(sys.argv[2]), **server_options("WARNING"))
+"""
+
+
+@contextmanager
+def server(target: str, env: dict[str, str]) -> Iterator[tuple[int, int]]:
+    """(port, pid) of a uvicorn with the production options serving ``target``."""
+    port = _free_port()
+    full_env = {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_")}
+    full_env.update(env, PYTHONPATH=f"{ROOT}:{ROOT / 'bench'}")
+    process = subprocess.Popen(
+        [sys.executable, "-c", _SERVE, target, str(port)], cwd=ROOT, env=full_env, stderr=subprocess.DEVNULL
+    )
+    try:
+        deadline = time.monotonic() + 20
+        while time.monotonic() < deadline:
+            try:
+                socket.create_connection(("127.0.0.1", port), timeout=0.5).close()
+                break
+            except OSError:
+                time.sleep(0.05)
+        yield port, process.pid
+    finally:
+        process.terminate()
+        process.wait(timeout=10)
+
+
+def _status_kb(pid: int, field: str) -> int:
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith(field + ":"):
+            return int(line.split()[1])
+    return 0
+
+
+def post(connection: http.client.HTTPConnection, body: bytes) -> bytes:
+    connection.request("POST", "/sync", body, {"Content-Type": "application/json"})
+    response = connection.getresponse()
+    data = response.read()
+    if response.status != 200:
+        raise RuntimeError(f"HTTP {response.status}: {data[:200]!r}")
+    return data
+
+
+def best(fn: Callable[[], object], repeat: int) -> float:
+    times = []
+    for _ in range(repeat):
+        started = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - started)
+    return min(times)
+
+
+def hook_env(seed: Path) -> dict[str, str]:
+    # A 4,096-worker job needs server-side apply: its ConfigMap outgrows dynamic-apply's annotation.
+    return {
+        "MPI_OPERATOR_SSH_KEY_SEED_FILE": str(seed),
+        "MPI_OPERATOR_METACONTROLLER_APPLY_STRATEGY": "server-side-apply",
+        "MPI_OPERATOR_LOG_LEVEL": "WARNING",
+    }
+
+
+def size_row(workers: int, repeat: int, seed: Path) -> dict[str, float]:
+    body = build_request(workers)
+
+    def in_process() -> bytes:
+        result = sync(decode_request(body), now=NOW, keys=KEYS, cluster_domain="", annotation_budget=False)
+        return orjson.dumps(result.response())
+
+    response = in_process()
+    row = {"workers": workers, "request": len(body), "response": len(response)}
+    row["in_process"] = best(in_process, repeat)
+    with server("app.main:app", hook_env(seed)) as (port, pid):
+        idle = _status_kb(pid, "VmRSS")
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        row["http"] = best(lambda: post(connection, body), repeat)
+        row["rss_growth"] = (_status_kb(pid, "VmHWM") - idle) * 1024
+    with server("noop_app:app", {"NOOP_RESPONSE_BYTES": str(len(response))}) as (port, _):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
+        row["floor"] = best(lambda: post(connection, body), repeat)
+    return row
+
+
+def throughput(port: int, body: bytes, clients: int, seconds: float) -> tuple[float, list[float]]:
+    """Requests per second and every latency, ``clients`` keep-alive connections in threads."""
+    latencies: list[float] = []
+    stop = time.monotonic() + seconds
+    lock = threading.Lock()
+
+    def client() -> None:
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        mine = []
+        while time.monotonic() < stop:
+            started = time.perf_counter()
+            post(connection, body)
+            mine.append(time.perf_counter() - started)
+        with lock:
+            latencies.extend(mine)
+
+    threads = [threading.Thread(target=client) for _ in range(clients)]
+    started = time.monotonic()
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join()
+    return len(latencies) / (time.monotonic() - started), latencies
+
+
+def small_jobs(seed: Path, seconds: float) -> tuple[float, float, float]:
+    body = build_request(1)
+    with server("app.main:app", hook_env(seed)) as (port, _):
+        hook, latencies = throughput(port, body, 4, seconds)
+        p50 = statistics.median(latencies)
+        response = post(http.client.HTTPConnection("127.0.0.1", port), body)
+    with server("noop_app:app", {"NOOP_RESPONSE_BYTES": str(len(response))}) as (port, _):
+        floor, _ = throughput(port, body, 4, seconds)
+    return hook, floor, p50
+
+
+def _renamed(body: bytes, name: str) -> bytes:
+    return body.replace(b'"pi"', f'"{name}"'.encode()).replace(b"pi-", f"{name}-".encode())
+
+
+def concurrency(seed: Path, clients: int, seconds: float) -> tuple[float, float, float, int]:
+    """64-worker syncs from ``clients`` threads, half on one job and half on jobs of their own."""
+    base = build_request(64)
+    bodies = [base if i % 2 else _renamed(base, f"job{i}") for i in range(clients)]
+    latencies: list[float] = []
+    errors = 0
+    lock = threading.Lock()
+    with server("app.main:app", hook_env(seed)) as (port, _):
+        stop = time.monotonic() + seconds
+
+        def client(body: bytes) -> None:
+            nonlocal errors
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+            while time.monotonic() < stop:
+                started = time.perf_counter()
+                try:
+                    post(connection, body)
+                except (RuntimeError, OSError):
+                    with lock:
+                        errors += 1
+                    connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+                    continue
+                with lock:
+                    latencies.append(time.perf_counter() - started)
+
+        threads = [threading.Thread(target=client, args=(b,)) for b in bodies]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+    ordered = sorted(latencies)
+    p99 = ordered[int(len(ordered) * 0.99)] if ordered else 0.0
+    return len(latencies) / seconds, statistics.median(ordered) if ordered else 0.0, p99, errors
+
+
+def rss_over_syncs(seed: Path, syncs: int) -> list[int]:
+    body = build_request(1)
+    samples = []
+    with server("app.main:app", hook_env(seed)) as (port, pid):
+        connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+        for i in range(syncs):
+            post(connection, body)
+            if i % (syncs // 10) == 0 or i == syncs - 1:
+                samples.append(_status_kb(pid, "VmRSS"))
+    return samples
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--sizes", default="1,64,1024,4096")
+    parser.add_argument("--repeat", type=int, default=5)
+    parser.add_argument("--seconds", type=float, default=5.0)
+    parser.add_argument("--syncs", type=int, default=10_000)
+    args = parser.parse_args()
+    with tempfile.TemporaryDirectory(prefix="hook-bench-") as tmp:
+        seed = Path(tmp) / "seed"
+        seed.write_bytes(secrets.token_bytes(48))
+        print(
+            "| workers | request | response | in-process | HTTP hook | HTTP floor | ratio | peak RSS growth |"
+        )
+        print("|---:|---:|---:|---:|---:|---:|---:|---:|")
+        for workers in (int(s) for s in args.sizes.split(",")):
+            r = size_row(workers, args.repeat, seed)
+            print(
+                f"| {workers:,} | {r['request'] / 1e6:.2f} MB | {r['response'] / 1e6:.2f} MB"
+                f" | {r['in_process'] * 1e3:.1f} ms | {r['http'] * 1e3:.1f} ms | {r['floor'] * 1e3:.1f} ms"
+                f" | {r['http'] / r['floor']:.2f}x | {r['rss_growth'] / 1e6:.0f} MB"
+                f" ({r['rss_growth'] / r['request']:.1f}x request) |",
+                flush=True,
+            )
+        hook, floor, p50 = small_jobs(seed, args.seconds)
+        print(
+            f"\nsmall job (1 worker), 4 clients: hook {hook:.0f} syncs/s, floor {floor:.0f} req/s,"
+            f" ratio {hook / floor:.2f}, hook p50 {p50 * 1e3:.2f} ms",
+            flush=True,
+        )
+        rate, c50, c99, errors = concurrency(seed, 16, args.seconds)
+        print(
+            f"concurrency: 16 clients x 64-worker syncs (same and different jobs): {rate:.0f} syncs/s,"
+            f" p50 {c50 * 1e3:.1f} ms, p99 {c99 * 1e3:.1f} ms, errors {errors}",
+            flush=True,
+        )
+        samples = rss_over_syncs(seed, args.syncs)
+        print(
+            f"RSS over {args.syncs:,} small syncs (MB): "
+            + " ".join(f"{kb / 1024:.1f}" for kb in samples)
+            + f"  (growth {(samples[-1] - samples[1]) / 1024:+.1f} MB after warm-up)"
+        )
+
+
+if __name__ == "__main__":
+    main()
