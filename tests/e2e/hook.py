@@ -7,8 +7,8 @@ event it would raise) is one file across restarts; tests read the events from it
 
 from __future__ import annotations
 
+import json
 import os
-import re
 import secrets
 import signal
 import sys
@@ -18,10 +18,6 @@ from pathlib import Path
 from tests.e2e.processes import Processes, Started, free_port, http_ok, wait_until_ready
 
 ROOT = Path(__file__).resolve().parents[2]
-SYNC = re.compile(r"DEBUG mpi_operator_hook sync job=(?P<job>\S+) ")
-EVENT = re.compile(
-    r"event job=(?P<job>\S+) type=(?P<type>\S+) reason=(?P<reason>\S+) message=(?P<message>.*)$"
-)
 
 
 @dataclass
@@ -54,6 +50,7 @@ class Hook:
             MPI_OPERATOR_SSH_KEY_SEED_FILE=str(self.seed_file),
             MPI_OPERATOR_CLUSTER_DOMAIN="cluster.local",
             MPI_OPERATOR_LOG_LEVEL="DEBUG",  # one line per sync: tests count them
+            MPI_OPERATOR_LOG_FORMAT="json",  # read back field by field, as a log pipeline would
             PYTHONUNBUFFERED="1",
         )
         env.update(self.settings)
@@ -82,10 +79,25 @@ class Hook:
             self.processes.stop(self.started)
             self.started = None
 
+    def _records(self, what: str, namespace: str, name: str) -> list[dict[str, object]]:
+        """The hook's JSON log records of one kind (``sync``, ``event``) about this job, oldest first."""
+        records = []
+        for line in self.log.read_text(errors="replace").splitlines():
+            try:
+                record = json.loads(line)
+            except ValueError:
+                continue  # uvicorn's own start-up lines
+            if (
+                isinstance(record, dict)
+                and record.get("event") == what
+                and (record.get("namespace"), record.get("job")) == (namespace, name)
+            ):
+                records.append(record)
+        return records
+
     def syncs(self, namespace: str, name: str) -> int:
         """How many syncs of this job the hook has answered (all runs of the process)."""
-        text = self.log.read_text(errors="replace")
-        return sum(1 for m in SYNC.finditer(text) if m["job"] == f"{namespace}/{name}")
+        return len(self._records("sync", namespace, name))
 
     def events(self, namespace: str, name: str) -> list[tuple[str, str, str]]:
         """(type, reason, message) of the events the hook logged for this job, oldest first.
@@ -94,9 +106,8 @@ class Hook:
         the first one's status write arrived both see the same transition and both log it.
         """
         found: list[tuple[str, str, str]] = []
-        for line in self.log.read_text(errors="replace").splitlines():
-            match = EVENT.search(line)
-            event = (match["type"], match["reason"], match["message"]) if match else None
-            if match and match["job"] == f"{namespace}/{name}" and (not found or found[-1] != event):
-                found.append((match["type"], match["reason"], match["message"]))
+        for record in self._records("event", namespace, name):
+            event = (str(record["type"]), str(record["reason"]), str(record["message"]))
+            if not found or found[-1] != event:
+                found.append(event)
         return found

@@ -93,6 +93,7 @@ def test_deploy_passes_the_apiservers_server_side_dry_run(e2e: E2E) -> None:
             "service/mpi-operator-hook",
             "deployment.apps/mpi-operator-hook",
             "poddisruptionbudget.policy/mpi-operator-hook",
+            "networkpolicy.networking.k8s.io/mpi-operator-hook",
             "compositecontroller.metacontroller.k8s.io/mpi-operator-hook",
         ]
     )
