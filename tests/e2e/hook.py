@@ -1,8 +1,8 @@
 """Our hook as users run it: ``uvicorn app.main:app`` in its own process, configured by ``MPI_OPERATOR_*``.
 
 It listens on a fixed loopback port chosen once, so Metacontroller's hook URLs stay valid when a test kills
-the hook and starts it again. Its log (the hook logs ``event job=<ns>/<name> type=… reason=…`` for each
-event it would raise) is one file across restarts; tests read the events from it.
+the hook and starts it again. Its log (JSON lines: an ``event`` record with namespace, job, type and reason
+for each event it would raise) is one file across restarts; tests read the events from it.
 """
 
 from __future__ import annotations
