@@ -28,7 +28,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -38,7 +38,7 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench"))
 
-from sync_bench import KEYS, NOW, build_request  # noqa: E402
+from sync_bench import KEYS, NOW, best, build_request  # noqa: E402
 
 from app.core.sync import sync  # noqa: E402
 from app.kube.request import decode_request  # noqa: E402
@@ -95,15 +95,6 @@ def post(connection: http.client.HTTPConnection, body: bytes) -> bytes:
     if response.status != 200:
         raise RuntimeError(f"HTTP {response.status}: {data[:200]!r}")
     return data
-
-
-def best(fn: Callable[[], object], repeat: int) -> float:
-    times = []
-    for _ in range(repeat):
-        started = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - started)
-    return min(times)
 
 
 def hook_env(seed: Path) -> dict[str, str]:

@@ -137,22 +137,25 @@ def _launcher_backoff() -> dict[str, Any]:
     return sync_request(job.build(), children, related)
 
 
+def launcher_completed(children: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The children with the launcher Job Complete at t=29 s, as the Job controller marks it."""
+    return [
+        with_job_status(
+            child,
+            succeeded=1,
+            startTime="2026-05-04T09:00:01Z",
+            completionTime="2026-05-04T09:00:29Z",
+            conditions=[{"type": "Complete", "status": "True", "lastTransitionTime": "2026-05-04T09:00:29Z"}],
+        )
+        if child["kind"] == "Job"
+        else child
+        for child in children
+    ]
+
+
 def _launcher_succeeded() -> dict[str, Any]:
     job = mpijob().status(RUNNING_STATUS)
-    children = []
-    for child in running(first_sync_children(job.build())):
-        if child["kind"] == "Job":
-            child = with_job_status(
-                child,
-                succeeded=1,
-                startTime="2026-05-04T09:00:01Z",
-                completionTime="2026-05-04T09:00:29Z",
-                conditions=[
-                    {"type": "Complete", "status": "True", "lastTransitionTime": "2026-05-04T09:00:29Z"}
-                ],
-            )
-        children.append(child)
-    return sync_request(job.build(), children)
+    return sync_request(job.build(), launcher_completed(running(first_sync_children(job.build()))))
 
 
 def _worker_evicted() -> dict[str, Any]:
@@ -239,19 +242,7 @@ def _gang_suspended() -> dict[str, Any]:
 def _gang_finished(kind: str, clean_pod_policy: str) -> dict[str, Any]:
     """The sync after the one that stored Succeeded (with its completionTime)."""
     job = gang_job().run_policy(cleanPodPolicy=clean_pod_policy).status(GANG_RUNNING_STATUS)
-    children = []
-    for child in _gang_running(kind, job):
-        if child["kind"] == "Job":
-            child = with_job_status(
-                child,
-                succeeded=1,
-                startTime="2026-05-04T09:00:01Z",
-                completionTime="2026-05-04T09:00:29Z",
-                conditions=[
-                    {"type": "Complete", "status": "True", "lastTransitionTime": "2026-05-04T09:00:29Z"}
-                ],
-            )
-        children.append(child)
+    children = launcher_completed(_gang_running(kind, job))
     finishing = run(_gang_request(kind, job, children), Settings(**GANG_KIND[kind]))
     return _gang_request(kind, job.status(finishing["status"]), children)
 
