@@ -14,7 +14,7 @@ import functools
 import logging
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TypeVar
 
@@ -26,7 +26,8 @@ from starlette.concurrency import run_in_threadpool
 
 from app import logs
 from app.core.customize import customize
-from app.core.sync import SyncResult, sync
+from app.core.memo import ParentMemo
+from app.core.sync import SyncResult, Verdict, sync
 from app.guard import BodyGuard, Limits
 from app.kube.keys import KeySource
 from app.kube.request import RequestError, decode_request
@@ -46,11 +47,12 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Hook:
-    """What the handlers share: settings, key material and metrics (one per app, in ``app.state``)."""
+    """What the handlers share: settings, key material, metrics and the parents' verdicts (one per app)."""
 
     settings: Settings
     keys: KeySource
     metrics: Metrics
+    memo: ParentMemo[Verdict] = field(default_factory=ParentMemo)
 
     def answer_sync(self, body: bytes) -> tuple[SyncResult, bytes]:
         request = decode_request(body)
@@ -62,6 +64,7 @@ class Hook:
             cluster_domain=self.settings.cluster_domain,
             gang_scheduling=self.settings.gang_scheduling,
             annotation_budget=self.settings.annotation_budget,
+            memo=self.memo,
         )
         return result, orjson.dumps(result.response())
 

@@ -40,7 +40,8 @@ import orjson
 import yaml
 
 from app.core.customize import customize
-from app.core.sync import sync
+from app.core.memo import ParentMemo
+from app.core.sync import Verdict, sync
 from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
 from app.settings import Settings
@@ -205,6 +206,7 @@ class FakeMetacontroller:
         self.controller = controller or yaml.safe_load(COMPOSITE_CONTROLLER.read_text())
         self.settings = settings or Settings()
         self.keys = SeededKeys(SEED)
+        self.memo: ParentMemo[Verdict] = ParentMemo()
         self.golden = golden
         self.hook = hook or self._call_sync_hook
         self.now = START
@@ -500,6 +502,7 @@ class FakeMetacontroller:
             cluster_domain=self.settings.cluster_domain,
             gang_scheduling=self.settings.gang_scheduling,
             annotation_budget=self.settings.annotation_budget,
+            memo=self.memo,  # one per hook process, as the shell keeps it
         )
         return orjson.loads(orjson.dumps(result.response()))
 

@@ -72,7 +72,9 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
                 assert process.poll() is None, log.read_text()
                 time.sleep(0.05)
         yield url, log
-        # The metrics port serves the same registry (the NetworkPolicy keeps it apart from /sync).
+        # The metrics port serves the same registry (the NetworkPolicy keeps it apart from /sync); one
+        # sync of our own, as xdist may have sent this worker only tests refused before the core.
+        assert _curl(f"{url}/sync", data=WIRE)[0] == 200
         with urllib.request.urlopen(f"http://127.0.0.1:{metrics_port}/metrics", timeout=5) as response:
             assert b"mpi_operator_hook_request_size_bytes_count" in response.read()
     finally:

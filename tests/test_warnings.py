@@ -106,7 +106,7 @@ def test_a_lint_failure_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) 
     from app.api.types import MPIJob
     from app.core import warnings
 
-    def broken(*_: Any) -> list[Any]:
+    def broken(*_: Any, **__: Any) -> list[Any]:
         raise KeyError("bug")
 
     monkeypatch.setattr(warnings, "lint", broken)

@@ -94,11 +94,12 @@ def lint_manifest(raw: Mapping[str, Any]) -> list[Finding]:
     return lint(job, raw)
 
 
-def lint(job: MPIJob, raw: Mapping[str, Any] | None = None) -> list[Finding]:
-    """Every finding for ``job``, in rule order; ``raw`` adds the rules about fields the CRD prunes."""
+def lint(job: MPIJob, raw: Mapping[str, Any] | None = None, *, validated: bool = False) -> list[Finding]:
+    """Every finding for ``job``, in rule order; ``raw`` adds the rules about fields the CRD prunes.
+    ``validated``: the caller's validation passed already (the hook), so it is not run again."""
     if job.api_version in OLD_API_VERSIONS:
         return [_old_api_version(job.api_version)]
-    findings = [*crd.rejections(job, raw), *_rules_on_raw(raw)]
+    findings = [*crd.rejections(job, raw, validated=validated), *_rules_on_raw(raw)]
     findings += [f for check in _CHECKS for f in check(job)]
     ignored = {r.strip() for r in job.metadata.annotations.get(IGNORE_ANNOTATION, "").split(",")}
     return [f for f in findings if f.rule not in ignored or f.severity is Severity.ERROR]

@@ -77,9 +77,12 @@ def _finding(rule: str, path: str, message: str) -> Finding:
     return Finding(rule, Severity.ERROR, path, message, _fix(path))
 
 
-def rejections(job: MPIJob, raw: Mapping[str, Any] | None) -> list[Finding]:
-    """Errors from the CRD (name rules, schema-only checks, unknown fields), then from validation."""
+def rejections(job: MPIJob, raw: Mapping[str, Any] | None, *, validated: bool = False) -> list[Finding]:
+    """Errors from the CRD (name rules, schema-only checks, unknown fields), then from validation
+    (skipped when ``validated``: the hook lints only jobs its own validation, with its settings, passed)."""
     crd = [*_name_rules(job), *_schema_only(job), *_unknown_fields(raw)]
+    if validated:
+        return crd
     taken = {f.path for f in crd}
     return crd + [f for f in _validation(job) if f.path not in taken]
 
@@ -167,23 +170,24 @@ def _fields(model: type[BaseModel]) -> set[str]:
     return {field.alias or name for name, field in model.model_fields.items()}
 
 
+# Each object whose keys are checked, with the keys it may have.
+_KNOWN_KEYS: tuple[tuple[str, frozenset[str]], ...] = (
+    ("", frozenset({"apiVersion", "kind", "metadata", "spec", "status"})),
+    *((path, frozenset(_fields(model))) for path, model in _KNOWN.items()),
+    ("spec.mpiReplicaSpecs", frozenset(t.value for t in ReplicaType)),
+    *(
+        # slotsPerWorker: slots-in-replica-spec says it better.
+        (f"spec.mpiReplicaSpecs.{t.value}", frozenset({*_fields(ReplicaSpec), "slotsPerWorker"}))
+        for t in ReplicaType
+    ),
+)
+
+
 def _unknown_fields(raw: Mapping[str, Any] | None) -> Iterator[Finding]:
     if raw is None:
         return
-    nodes: list[tuple[str, Any, set[str]]] = [
-        ("", raw, {"apiVersion", "kind", "metadata", "spec", "status"}),
-        *((path, _at(raw, path), _fields(model)) for path, model in _KNOWN.items()),
-        ("spec.mpiReplicaSpecs", _at(raw, "spec.mpiReplicaSpecs"), {t.value for t in ReplicaType}),
-        *(
-            (
-                f"spec.mpiReplicaSpecs.{t.value}",
-                _at(raw, f"spec.mpiReplicaSpecs.{t.value}"),
-                _fields(ReplicaSpec) | {"slotsPerWorker"},
-            )  # slots-in-replica-spec says it better
-            for t in ReplicaType
-        ),
-    ]
-    for base, node, known in nodes:
+    for base, known in _KNOWN_KEYS:
+        node = _at(raw, base) if base else raw
         for key in node if isinstance(node, Mapping) else ():
             if key not in known:
                 path = f"{base}.{key}" if base else str(key)

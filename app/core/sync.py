@@ -27,6 +27,7 @@ from app.children.podgroup import RESOURCE as PODGROUPS
 from app.children.podgroup import gang_scheduler
 from app.core.desired import desired_children
 from app.core.freeze import frozen_children
+from app.core.memo import ParentMemo
 from app.core.observed import classify
 from app.core.plan import make_plan
 from app.core.status import Event, invalid_status, next_status
@@ -86,6 +87,49 @@ class _Head(BaseModel):
     status: JobStatus = JobStatus()
 
 
+@dataclass(frozen=True)
+class Valid:
+    """A job to reconcile: defaulted, with its stored status minus the lint Warning (``job.status``)."""
+
+    job: Job
+    stored: JobStatus
+    warning: str | None
+
+
+@dataclass(frozen=True)
+class Invalid:
+    meta: ObjectMeta
+    stored: JobStatus
+    errors: tuple[FieldError, ...]
+
+
+@dataclass(frozen=True)
+class LeftAlone:
+    """Managed by another controller, or being deleted."""
+
+    meta: ObjectMeta
+
+
+# What the parent alone decides, before any child is looked at. Shared between syncs of the same parent
+# bytes (``ParentMemo``), so a verdict is never mutated.
+Verdict = Valid | Invalid | LeftAlone
+
+
+def judge(parent: bytes, *, cluster_domain: str, annotation_budget: bool) -> Verdict:
+    """Parse, default, validate and lint the parent; raises ``ValidationError`` if it does not parse."""
+    parsed = MPIJob.model_validate_json(parent)
+    meta = parsed.metadata
+    managed_by = parsed.spec.run_policy.managed_by
+    if (managed_by is not None and managed_by != KUBEFLOW_JOB_CONTROLLER) or meta.deletion_timestamp:
+        return LeftAlone(meta)
+    job = with_defaults(parsed)
+    errors = validate(job, cluster_domain=cluster_domain, annotation_budget=annotation_budget)
+    if errors:
+        return Invalid(meta, parsed.status, tuple(errors))
+    warning = lint_message(parsed, orjson.loads(parent))
+    return Valid(replace(job, status=without_warning(parsed.status)), parsed.status, warning)
+
+
 def sync(
     request: SyncRequest,
     *,
@@ -94,43 +138,40 @@ def sync(
     cluster_domain: str,
     gang_scheduling: str = "",
     annotation_budget: bool = True,
+    memo: ParentMemo[Verdict] | None = None,
 ) -> SyncResult:
     """``gang_scheduling``: as upstream's ``--gang-scheduling`` (empty, ``volcano`` or a scheduler name).
     ``annotation_budget``: Metacontroller applies with dynamic-apply, so each child must fit its
-    256 KiB last-applied annotation (``app.api.limits``); False under server-side apply."""
+    256 KiB last-applied annotation (``app.api.limits``); False under server-side apply.
+    ``memo``: remembers each parent's verdict between syncs (the answer is the same without it)."""
     if request.too_deep is not None:
         return _too_deep(request, request.too_deep, now)
+    parent = bytes(request.parent)
+
+    def verdict_now() -> Verdict:
+        return judge(parent, cluster_domain=cluster_domain, annotation_budget=annotation_budget)
+
     try:
-        parsed = MPIJob.model_validate_json(bytes(request.parent))
+        if memo is None:
+            verdict = verdict_now()
+        else:
+            verdict = memo.get_or_compute((cluster_domain, annotation_budget), parent, verdict_now)
     except ValidationError as err:
         return _unparsable(request, err, now)
-    meta = parsed.metadata
-    managed_by = parsed.spec.run_policy.managed_by
-    if (managed_by is not None and managed_by != KUBEFLOW_JOB_CONTROLLER) or meta.deletion_timestamp:
-        return _left_alone(request, meta)
-    job = with_defaults(parsed)
-    errors = validate(job, cluster_domain=cluster_domain, annotation_budget=annotation_budget)
-    if errors:
-        return _invalid(request, meta, job.status, errors, now)
-    warning = lint_message(parsed, orjson.loads(bytes(request.parent)))
+    if isinstance(verdict, LeftAlone):
+        return _left_alone(request, verdict.meta)
+    if isinstance(verdict, Invalid):
+        return _invalid(request, verdict.meta, verdict.stored, list(verdict.errors), now)
     return _reconcile(
-        job, request, warning, now=now, keys=keys, cluster_domain=cluster_domain, gang=gang_scheduling
+        verdict, request, now=now, keys=keys, cluster_domain=cluster_domain, gang=gang_scheduling
     )
 
 
 def _reconcile(
-    job: Job,
-    request: SyncRequest,
-    warning: str | None,
-    *,
-    now: datetime,
-    keys: KeySource,
-    cluster_domain: str,
-    gang: str,
+    verdict: Valid, request: SyncRequest, *, now: datetime, keys: KeySource, cluster_domain: str, gang: str
 ) -> SyncResult:
     """The job's life from the plan; the lint ``Warning`` condition is added last and changes nothing."""
-    previous = job.status
-    job = replace(job, status=without_warning(previous))
+    job = verdict.job
     observed = classify(job.name, request)
     scheduler = gang_scheduler(gang)
     # A PodGroup kind the CompositeController does not declare must never be emitted (its CRD may be
@@ -138,7 +179,7 @@ def _reconcile(
     declared = scheduler is not None and request.controller.declares_child(scheduler.api_version, PODGROUPS)
     plan = make_plan(job, observed, scheduler if declared else None)
     status, events = next_status(job, plan, now, None if declared else scheduler)
-    events += place_warning(status, previous, warning, now)
+    events += place_warning(status, verdict.stored, verdict.warning, now)
     priorities = request.related.priority_values
     children = desired_children(job, plan, observed.secret, keys, cluster_domain, priorities)
     resync = RESYNC_AFTER_FINISHING_SECONDS if plan.finishing else 0

@@ -22,9 +22,9 @@ REASON_LINT = "LintWarnings"
 
 
 def lint_message(parsed: MPIJob, raw: Mapping[str, Any] | None) -> str | None:
-    """One message for every warning-or-worse finding on a valid job, or None when there is none."""
+    """One message for every warning-or-worse finding on a job the hook's validation passed, or None."""
     try:
-        findings = [f for f in lint(parsed, raw) if f.severity is not Severity.INFO]
+        findings = [f for f in lint(parsed, raw, validated=True) if f.severity is not Severity.INFO]
     except Exception as err:  # advisory: a lint bug must never stop a job from syncing, but must show
         return f"mpijob lint could not check this job ({type(err).__name__}); please report it"
     if not findings:
