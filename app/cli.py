@@ -174,7 +174,7 @@ def _serve(host: str, port: int, workers: int) -> int:
     from app.main import create_app
 
     application = create_app(settings)
-    start_http_server(settings.metrics_port, host, registry=application.state.hook.metrics.registry)
+    start_http_server(settings.metrics_port, host, registry=application.hook.metrics.registry)
     uvicorn.run(application, host=host, port=port, **options)
     return 0
 

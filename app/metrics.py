@@ -17,13 +17,14 @@ from collections.abc import Callable
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
 from app.core.status import Milestone
-from app.core.sync import SyncResult
+from app.core.sync import Outcome, SyncResult
 from app.kube import names
 
 # 1 KiB .. 256 MiB by powers of four: a 1-worker sync is ~10 KB, a 4,096-worker one ~30 MB.
 SIZE_BUCKETS = tuple(float(1024 * 4**i) for i in range(10))
 ERROR_KINDS = ("too_large", "busy", "read_timeout", "disconnected", "bad_request", "internal")
 _FINISHED = ("Succeeded", "Failed")
+HOOKS = ("sync", "customize")
 
 
 class Metrics:
@@ -67,6 +68,11 @@ class Metrics:
             registry=self.registry,
         )
         self._add_transport_collectors()
+        # Label lookups cost more than a small sync's other metrics together: bind the fixed ones once.
+        self._sync_seconds = self.sync_seconds.labels("sync")
+        self._sync_outcomes = {o.value: self.requests.labels("sync", o.value) for o in Outcome}
+        self.request_size = {hook: self.request_bytes.labels(hook) for hook in HOOKS}
+        self.response_size = {hook: self.response_bytes.labels(hook) for hook in HOOKS}
 
     def _add_transport_collectors(self) -> None:
         """Sizes, refusals, the memory budget and the process: what the guard and the endpoints see."""
@@ -96,17 +102,17 @@ class Metrics:
             "Request bytes admitted and not yet answered (the memory budget in use)",
             registry=self.registry,
         )
-        for hook in ("sync", "customize"):
+        for hook in HOOKS:
             for kind in ERROR_KINDS:
                 self.errors.labels(hook, kind)  # every series exists from the start, at 0
 
     def error(self, hook: str, kind: str) -> None:
-        self.errors.labels(hook if hook in ("sync", "customize") else "other", kind).inc()
+        self.errors.labels(hook if hook in HOOKS else "other", kind).inc()
 
     def record_sync(self, result: SyncResult, seconds: float) -> None:
         """Count one answered sync: its outcome, the milestones its Events mark, the job's launcher."""
-        self.sync_seconds.labels("sync").observe(seconds)
-        self.requests.labels("sync", result.outcome.value).inc()
+        self._sync_seconds.observe(seconds)
+        self._sync_outcomes[result.outcome.value].inc()
         for event in result.events:
             if event.milestone == Milestone.CREATED:
                 self.jobs_created.inc()
@@ -128,8 +134,9 @@ class Metrics:
             if self._job_seen.pop(key, None) is not None:
                 self.job_info.remove(*key)
             return
+        if key not in self._job_seen:
+            self.job_info.labels(launcher=launcher, namespace=result.namespace).set(1)
         self._job_seen[key] = self._clock()
-        self.job_info.labels(launcher=launcher, namespace=result.namespace).set(1)
 
     def expire(self) -> None:
         """Drop series of jobs not synced for ``job_info_ttl`` (deleted jobs are never synced again)."""

@@ -243,7 +243,7 @@ def test_a_failure_around_the_core_is_a_bare_503(monkeypatch: pytest.MonkeyPatch
     def broken(*args: object) -> None:
         raise RuntimeError("metrics backend exploded")
 
-    monkeypatch.setattr(app.state.hook.metrics, "record_sync", broken)
+    monkeypatch.setattr(app.hook.metrics, "record_sync", broken)
     response = TestClient(app, raise_server_exceptions=False).post("/sync", content=WIRE.read_bytes())
     assert response.status_code == 503
     assert response.json() == {"error": "internal error in the hook; see the hook's logs"}
