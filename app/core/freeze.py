@@ -35,7 +35,7 @@ def frozen_children(request: SyncRequest) -> list[dict[str, Any]]:
 
 
 def _as_last_applied(meta: Meta, api_version: str, kind: str) -> dict[str, Any]:
-    applied = (meta.annotations or {}).get(LAST_APPLIED_ANNOTATION)
+    applied = meta.annotations.get(LAST_APPLIED_ANNOTATION)
     if applied:
         try:
             obj = orjson.loads(applied)
@@ -49,7 +49,7 @@ def _as_last_applied(meta: Meta, api_version: str, kind: str) -> dict[str, Any]:
                 if not labels:
                     del obj["metadata"]["labels"]
             return obj
-    labels = {k: v for k, v in (meta.labels or {}).items() if k != CONTROLLER_UID_LABEL}
+    labels = {k: v for k, v in meta.labels.items() if k != CONTROLLER_UID_LABEL}
     metadata: dict[str, Any] = {"name": meta.name, "namespace": meta.namespace}
     if labels:
         metadata["labels"] = labels

@@ -60,9 +60,12 @@ def _launcher_pods(job_name: str, request: SyncRequest) -> list[ObservedPod]:
     return [
         pod
         for pod in (request.related.pods or {}).values()
-        if (pod.metadata.labels or {}).get(names.JOB_NAME_LABEL) == job_name
-        and (pod.metadata.labels or {}).get(names.JOB_ROLE_LABEL) == names.LAUNCHER
+        if _is_launcher_of(pod.metadata.labels, job_name)
     ]
+
+
+def _is_launcher_of(labels: dict[str, str], job_name: str) -> bool:
+    return labels.get(names.JOB_NAME_LABEL) == job_name and labels.get(names.JOB_ROLE_LABEL) == names.LAUNCHER
 
 
 # No worker index has more digits than MAX_WORKERS; a longer one is not a worker of ours.
