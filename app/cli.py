@@ -171,9 +171,10 @@ def _serve(host: str, port: int, workers: int) -> int:
         return 2
     from prometheus_client import start_http_server
 
-    from app.main import create_app
+    from app.main import create_app, tune_gc
 
     application = create_app(settings)
+    tune_gc()
     start_http_server(settings.metrics_port, host, registry=application.hook.metrics.registry)
     uvicorn.run(application, host=host, port=port, **options)
     return 0

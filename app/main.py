@@ -11,6 +11,7 @@ hook body under its cap, timeout and memory budget (README, Operations) and call
 from __future__ import annotations
 
 import functools
+import gc
 import logging
 import time
 from collections.abc import Callable
@@ -208,10 +209,23 @@ def metrics_endpoint(request: Request) -> Response:
 
 
 
+# A 4,096-worker sync allocates ~200,000 container objects and frees them all, none in a reference cycle.
+# At CPython's default threshold (700) the collector runs some 300 times per such sync, ~7% of its
+# time, for nothing; at 50,000 a few times. Start-up objects are frozen out of every collection.
+GC_THRESHOLDS = (50_000, 20, 20)
+
+
+def tune_gc() -> None:
+    """The serving process's collector settings (``mpijob serve`` and ``app.main:app``)."""
+    gc.freeze()
+    gc.set_threshold(*GC_THRESHOLDS)
+
+
 def __getattr__(name: str) -> HookApp:
     """``app.main:app`` for uvicorn, built on first use so importing this module never reads settings."""
     if name == "app":
         application = create_app()
+        tune_gc()
         globals()["app"] = application
         return application
     raise AttributeError(name)

@@ -51,9 +51,12 @@ def _free_port() -> int:
         return port
 
 
+# The floor runs with the hook's production settings too: uvicorn's options and the collector's.
 _SERVE = """
 import sys, uvicorn
 from app.cli import server_options
+from app.main import tune_gc
+tune_gc()
 uvicorn.run(sys.argv[1], host="127.0.0.1", port=int(sys.argv[2]), **server_options("WARNING"))
 """
 

@@ -12,22 +12,26 @@ from app.kube import names
 
 def hostfile(job: Job, cluster_domain: str) -> str:
     """One line per host from the spec (not from Pod state): ``host slots=N`` or ``host:N``."""
-    name, namespace = job.name, job.namespace
+    name = job.name
+    suffix = names.host_suffix(name, job.namespace, cluster_domain)
+    slots = job.slots_per_worker
+    tail = (
+        f"{suffix} slots={slots}\n"
+        if job.mpi_implementation == MPIImplementation.OPENMPI
+        else f"{suffix}:{slots}\n"
+    )
     hosts = [names.launcher_name(name)] if job.run_launcher_as_worker else []
     hosts += [names.worker_name(name, i) for i in range(job.worker_replicas)]
-    line = "{} slots={}\n" if job.mpi_implementation == MPIImplementation.OPENMPI else "{}:{}\n"
-    slots = job.slots_per_worker
-    return "".join(line.format(names.host_fqdn(h, name, namespace, cluster_domain), slots) for h in hosts)
+    return tail.join(hosts) + tail if hosts else ""
 
 
 def discover_hosts(job: Job, running_workers: Iterable[str], cluster_domain: str) -> str:
     """Running workers only, sorted by name as strings (``w-10`` before ``w-2``, as upstream)."""
-    name, namespace = job.name, job.namespace
+    name = job.name
+    suffix = names.host_suffix(name, job.namespace, cluster_domain)
     hosts = [names.launcher_name(name)] if job.run_launcher_as_worker else []
     hosts += sorted(running_workers)
-    return "#!/bin/sh\n" + "".join(
-        f"echo {names.host_fqdn(h, name, namespace, cluster_domain)}\n" for h in hosts
-    )
+    return "#!/bin/sh\n" + "".join(f"echo {host}{suffix}\n" for host in hosts)
 
 
 def build_configmap(job: Job, running_workers: Iterable[str], cluster_domain: str) -> dict[str, Any]:

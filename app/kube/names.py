@@ -77,8 +77,13 @@ DEFAULT_CLUSTER_DOMAIN = "cluster.local"
 
 def host_fqdn(host: str, job: str, namespace: str, cluster_domain: str) -> str:
     """A host in the hostfile: ``<host>.<job>.<ns>.svc[.<domain>]``."""
-    fqdn = f"{host}.{job}.{namespace}.svc"
-    return f"{fqdn}.{cluster_domain}" if cluster_domain else fqdn
+    return host + host_suffix(job, namespace, cluster_domain)
+
+
+def host_suffix(job: str, namespace: str, cluster_domain: str) -> str:
+    """What follows each host name in the hostfile: ``.<job>.<ns>.svc[.<domain>]``."""
+    suffix = f".{job}.{namespace}.svc"
+    return f"{suffix}.{cluster_domain}" if cluster_domain else suffix
 
 
 def dns_search_domain(job: str, namespace: str, cluster_domain: str) -> str:

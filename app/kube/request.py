@@ -22,7 +22,7 @@ _NULL = msgspec.Raw(b"null")
 _string_map = msgspec.json.Decoder(dict[str, str] | None)
 
 
-class Meta(msgspec.Struct, frozen=True):
+class Meta(msgspec.Struct, frozen=True, gc=False):
     """An observed object's identity. Labels and annotations stay raw JSON (a slice of the body) until
     read: a sync reads them only for launcher Pods and jobs left alone, and decoding the last-applied
     annotation of 4,096 worker Pods would be a quarter of the whole sync."""
@@ -50,26 +50,26 @@ def _decode_map(raw: msgspec.Raw) -> dict[str, str]:
         return {}
 
 
-class Condition(msgspec.Struct, frozen=True):
+class Condition(msgspec.Struct, frozen=True, gc=False):
     type: str = ""
     status: str = ""
     reason: str | None = None
     message: str | None = None
 
 
-class PodCondition(msgspec.Struct, frozen=True):
+class PodCondition(msgspec.Struct, frozen=True, gc=False):
     type: str = ""
     status: str = ""
 
 
-class PodStatus(msgspec.Struct, frozen=True):
+class PodStatus(msgspec.Struct, frozen=True, gc=False):
     phase: str | None = None
     reason: str | None = None
     message: str | None = None
     conditions: list[PodCondition] | None = None
 
 
-class ObservedPod(msgspec.Struct, frozen=True):
+class ObservedPod(msgspec.Struct, frozen=True, gc=False):
     metadata: Meta = Meta()
     status: PodStatus | None = None
 
@@ -83,11 +83,11 @@ class ObservedPod(msgspec.Struct, frozen=True):
         return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
 
-class JobSpec(msgspec.Struct, frozen=True):
+class JobSpec(msgspec.Struct, frozen=True, gc=False):
     suspend: bool | None = None
 
 
-class JobStatus(msgspec.Struct, frozen=True):
+class JobStatus(msgspec.Struct, frozen=True, gc=False):
     active: int | None = None
     ready: int | None = None
     succeeded: int | None = None
@@ -96,7 +96,7 @@ class JobStatus(msgspec.Struct, frozen=True):
     completionTime: str | None = None
 
 
-class ObservedJob(msgspec.Struct, frozen=True):
+class ObservedJob(msgspec.Struct, frozen=True, gc=False):
     metadata: Meta = Meta()
     spec: JobSpec | None = None
     status: JobStatus | None = None
@@ -115,16 +115,16 @@ class ObservedJob(msgspec.Struct, frozen=True):
         return (self.status.failed if self.status else None) or 0
 
 
-class ObservedSecret(msgspec.Struct, frozen=True):
+class ObservedSecret(msgspec.Struct, frozen=True, gc=False):
     metadata: Meta = Meta()
     data: dict[str, str] | None = None
 
 
-class ObservedObject(msgspec.Struct, frozen=True):
+class ObservedObject(msgspec.Struct, frozen=True, gc=False):
     metadata: Meta = Meta()
 
 
-class Children(msgspec.Struct, frozen=True):
+class Children(msgspec.Struct, frozen=True, gc=False):
     pods: dict[str, ObservedPod] | None = msgspec.field(default=None, name="Pod.v1")
     jobs: dict[str, ObservedJob] | None = msgspec.field(default=None, name="Job.batch/v1")
     services: dict[str, ObservedObject] | None = msgspec.field(default=None, name="Service.v1")
@@ -138,12 +138,12 @@ class Children(msgspec.Struct, frozen=True):
     )
 
 
-class ObservedPriorityClass(msgspec.Struct, frozen=True):
+class ObservedPriorityClass(msgspec.Struct, frozen=True, gc=False):
     metadata: Meta = Meta()
     value: int = 0
 
 
-class Related(msgspec.Struct, frozen=True):
+class Related(msgspec.Struct, frozen=True, gc=False):
     pods: dict[str, ObservedPod] | None = msgspec.field(default=None, name="Pod.v1")
     # Cluster-scoped: delivered to hook version v2 only, when the customize hook asks (gang scheduling).
     priority_classes: dict[str, ObservedPriorityClass] | None = msgspec.field(
@@ -156,26 +156,26 @@ class Related(msgspec.Struct, frozen=True):
         return {pc.metadata.name: pc.value for pc in (self.priority_classes or {}).values()}
 
 
-class Hook(msgspec.Struct, frozen=True):
+class Hook(msgspec.Struct, frozen=True, gc=False):
     version: str | None = None
 
 
-class Hooks(msgspec.Struct, frozen=True):
+class Hooks(msgspec.Struct, frozen=True, gc=False):
     sync: Hook | None = None
     customize: Hook | None = None
 
 
-class ChildResource(msgspec.Struct, frozen=True):
+class ChildResource(msgspec.Struct, frozen=True, gc=False):
     apiVersion: str = ""
     resource: str = ""
 
 
-class ControllerSpec(msgspec.Struct, frozen=True):
+class ControllerSpec(msgspec.Struct, frozen=True, gc=False):
     childResources: list[ChildResource] | None = None
     hooks: Hooks | None = None
 
 
-class Controller(msgspec.Struct, frozen=True):
+class Controller(msgspec.Struct, frozen=True, gc=False):
     spec: ControllerSpec | None = None
 
     def declares_child(self, api_version: str, resource: str) -> bool:
@@ -188,12 +188,12 @@ class Controller(msgspec.Struct, frozen=True):
         return bool(self.spec and self.spec.hooks and self.spec.hooks.customize)
 
 
-class _ParentHead(msgspec.Struct, frozen=True):
+class _ParentHead(msgspec.Struct, frozen=True, gc=False):
     apiVersion: str = ""
     kind: str = ""
 
 
-class SyncRequest(msgspec.Struct, frozen=True):
+class SyncRequest(msgspec.Struct, frozen=True, gc=False):
     parent: msgspec.Raw
     controller: Controller = Controller()
     children: Children = Children()
@@ -236,7 +236,7 @@ def _decode(body: bytes) -> SyncRequest:
     try:
         return _decoder.decode(body)
     except RecursionError:
-        pruned, where = depth.prune(body, DECODE_DEPTH)
+        pruned, where = depth.prune(bytes(body), DECODE_DEPTH)  # the shell may pass a memoryview
     return msgspec.structs.replace(_decoder.decode(pruned), too_deep=where or "")
 
 
