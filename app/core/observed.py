@@ -58,9 +58,7 @@ def _podgroups(job_name: str, request: SyncRequest) -> frozenset[str]:
 
 def _launcher_pods(job_name: str, request: SyncRequest) -> list[ObservedPod]:
     return [
-        pod
-        for pod in (request.related.pods or {}).values()
-        if _is_launcher_of(pod.metadata.labels, job_name)
+        pod for pod in (request.related.pods or {}).values() if _is_launcher_of(pod.metadata.labels, job_name)
     ]
 
 

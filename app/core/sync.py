@@ -25,7 +25,7 @@ from app.api.types import KUBEFLOW_JOB_CONTROLLER, JobStatus, MPIJob, ObjectMeta
 from app.api.validation import FieldError, aggregate, validate
 from app.children.podgroup import RESOURCE as PODGROUPS
 from app.children.podgroup import gang_scheduler
-from app.core.desired import desired_children
+from app.core.desired import PodTemplates, desired_children
 from app.core.freeze import frozen_children
 from app.core.memo import ParentMemo
 from app.core.observed import classify
@@ -89,11 +89,13 @@ class _Head(BaseModel):
 
 @dataclass(frozen=True)
 class Valid:
-    """A job to reconcile: defaulted, with its stored status minus the lint Warning (``job.status``)."""
+    """A job to reconcile: defaulted, with its stored status minus the lint Warning (``job.status``),
+    and its pod templates as far as a sync has built them."""
 
     job: Job
     stored: JobStatus
     warning: str | None
+    templates: PodTemplates
 
 
 @dataclass(frozen=True)
@@ -111,7 +113,7 @@ class LeftAlone:
 
 
 # What the parent alone decides, before any child is looked at. Shared between syncs of the same parent
-# bytes (``ParentMemo``), so a verdict is never mutated.
+# bytes (``ParentMemo``), so a verdict is never mutated (only its templates fill in, as a cache).
 Verdict = Valid | Invalid | LeftAlone
 
 
@@ -127,7 +129,8 @@ def judge(parent: bytes, *, cluster_domain: str, annotation_budget: bool) -> Ver
     if errors:
         return Invalid(meta, parsed.status, tuple(errors))
     warning = lint_message(parsed, orjson.loads(parent))
-    return Valid(replace(job, status=without_warning(parsed.status)), parsed.status, warning)
+    job = replace(job, status=without_warning(parsed.status))
+    return Valid(job, parsed.status, warning, PodTemplates(job))
 
 
 def sync(
@@ -181,7 +184,9 @@ def _reconcile(
     status, events = next_status(job, plan, now, None if declared else scheduler)
     events += place_warning(status, verdict.stored, verdict.warning, now)
     priorities = request.related.priority_values
-    children = desired_children(job, plan, observed.secret, keys, cluster_domain, priorities)
+    children = desired_children(
+        job, plan, observed.secret, keys, cluster_domain, priorities, verdict.templates
+    )
     resync = RESYNC_AFTER_FINISHING_SECONDS if plan.finishing else 0
     return SyncResult(status, children, Outcome.SYNCED, job.namespace, job.name, events, resync)
 
