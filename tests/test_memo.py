@@ -78,3 +78,12 @@ def test_the_memo_is_bounded_by_entries_and_parent_size() -> None:
     remember(b"x" * 9)
     remember(b"x" * 9)
     assert calls[-2:] == [b"x" * 9, b"x" * 9] and len(memo) == 3  # too big: never remembered
+
+
+def test_the_memo_is_bounded_by_the_bytes_it_remembers() -> None:
+    memo: ParentMemo[int] = ParentMemo(max_entries=100, max_parent_bytes=8, max_total_bytes=10)
+    for parent in (b"1234", b"5678", b"abcd", b"5678"):
+        memo.get_or_compute("s", parent, lambda: 0)
+    assert len(memo) == 2  # 12 bytes would be over 10: the least recently used went
+    assert memo.get_or_compute("s", b"5678", lambda: 1) == 0  # kept (used last)
+    assert memo.get_or_compute("s", b"1234", lambda: 1) == 1  # forgotten, judged again

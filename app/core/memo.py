@@ -17,19 +17,28 @@ from typing import Generic, TypeVar
 
 V = TypeVar("V")
 
-# A few hundred active jobs per hook replica; parents beyond this size (huge pod templates) are rare
-# and are simply not remembered, so the memo holds at most ~16 MiB of parent bytes.
+# A few hundred active jobs per hook replica. A verdict takes about 7x its parent's bytes (a typical
+# 4 KB parent: ~28 KB), so the parents remembered are capped at 4 MiB in all (~30 MB of verdicts);
+# a parent beyond 32 KiB (huge pod templates) is simply not remembered.
 MAX_ENTRIES = 512
-MAX_PARENT_BYTES = 32 * 1024
+MAX_TOTAL_BYTES = 4 << 20
+MAX_PARENT_BYTES = 32 << 10
 
 
 class ParentMemo(Generic[V]):
     """A bounded, thread-safe LRU map from (settings, parent bytes) to a verdict."""
 
-    def __init__(self, max_entries: int = MAX_ENTRIES, max_parent_bytes: int = MAX_PARENT_BYTES) -> None:
+    def __init__(
+        self,
+        max_entries: int = MAX_ENTRIES,
+        max_parent_bytes: int = MAX_PARENT_BYTES,
+        max_total_bytes: int = MAX_TOTAL_BYTES,
+    ) -> None:
         self._entries: OrderedDict[tuple[Hashable, bytes], V] = OrderedDict()
         self._max_entries = max_entries
         self._max_parent_bytes = max_parent_bytes
+        self._max_total_bytes = max_total_bytes
+        self._total_bytes = 0
         self._lock = threading.Lock()
         self.hits = 0
         self.misses = 0
@@ -51,7 +60,10 @@ class ParentMemo(Generic[V]):
             self.misses += 1
         verdict = compute()  # outside the lock: two threads may compute the same verdict, both correct
         with self._lock:
+            if key not in self._entries:
+                self._total_bytes += len(parent)
             self._entries[key] = verdict
-            while len(self._entries) > self._max_entries:
-                self._entries.popitem(last=False)
+            while len(self._entries) > self._max_entries or self._total_bytes > self._max_total_bytes:
+                (_, forgotten), _ = self._entries.popitem(last=False)
+                self._total_bytes -= len(forgotten)
         return verdict
