@@ -30,6 +30,9 @@ log = logging.getLogger("mpi_operator_hook")
 Endpoint = Callable[[bytes], Awaitable[tuple[int, bytes]]]
 
 
+SPARE_BUFFER_BYTES = 64 << 20
+
+
 @dataclass(frozen=True)
 class Limits:
     max_body_bytes: int
@@ -37,7 +40,7 @@ class Limits:
     admission_wait_seconds: float
     read_timeout_seconds: float
     # The largest body buffer kept between requests (``SpareBuffer``); 0 keeps none.
-    spare_buffer_bytes: int = 64 << 20
+    spare_buffer_bytes: int = SPARE_BUFFER_BYTES
 
 
 class Rejected(Exception):
