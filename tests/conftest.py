@@ -11,7 +11,8 @@ from app.kube.keys import SeededKeys
 from app.settings import Settings
 
 NOW = datetime(2026, 5, 4, 9, 0, 30, tzinfo=UTC)
-E2E_SCOPE = "tests/e2e/"
+# Test directories whose tests all run in one xdist worker, one after another (pytest_xdist_make_scheduler).
+ONE_WORKER_SCOPES = ("tests/e2e/", "tests/mpi/")
 TEST_SEED = b"mpi-operator-hook test seed, not a secret"
 
 
@@ -41,7 +42,9 @@ def keys() -> SeededKeys:
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under ``-n``: every e2e test (tests/e2e) in one work unit, so one worker runs them all against one
-    control plane while the others share the rest, test by test (like ``--dist load``).
+    control plane while the others share the rest, test by test (like ``--dist load``). The MPI tests
+    (tests/mpi) are one unit too: run beside each other on two cores, an MPICH rank's busy-polling
+    MPI_Finalize sometimes outlasted the launcher's 60 s (seen in about half the runs with -n 2).
 
     Not ``xdist_group`` + ``--dist loadgroup``: with pytest 9, xdist 3.8's renaming of node ids has no effect.
     """
@@ -51,7 +54,7 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
 
     class E2EInOneWorker(LoadScopeScheduling):
         def _split_scope(self, nodeid: str) -> str:
-            return E2E_SCOPE if nodeid.startswith(E2E_SCOPE) else nodeid
+            return next((scope for scope in ONE_WORKER_SCOPES if nodeid.startswith(scope)), nodeid)
 
     return E2EInOneWorker(config, log)
 

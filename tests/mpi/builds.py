@@ -95,6 +95,10 @@ BUILDS = {
             compile_command=("/usr/bin/mpicc.mpich",),
             ssh_to_itself=True,
             hangs_when_ssh_fails=True,
+            # Debian's MPICH is ch4:ucx. Our "pods" share one kernel, so UCX took them for one node and
+            # mixed in its shared-memory transports, whose MPI_Finalize spun forever now and then; on a
+            # cluster the workers are on other nodes and talk TCP, as here.
+            image_env=(("UCX_TLS", "tcp,self"),),
         ),
         Build(
             # impi-rt ships no compiler wrapper; Intel MPI keeps MPICH's ABI, so MPICH's header will do.
