@@ -17,7 +17,6 @@ import os
 import re
 import secrets
 import shutil
-import socket
 import subprocess
 import sys
 import time
@@ -32,6 +31,7 @@ from typing import Any
 import pytest
 
 from tests.builders import walk
+from tests.e2e.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 WIRE = Path(__file__).resolve().parent / "fixtures" / "wire"
@@ -69,12 +69,6 @@ class Hook:
     bodies: list[bytes] = field(default_factory=list)
 
 
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _wait_healthy(url: str, process: subprocess.Popen[bytes], log: Path) -> None:
     deadline = time.monotonic() + STARTUP_SECONDS
     while time.monotonic() < deadline:
@@ -98,7 +92,7 @@ def hook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hook]:
     log = workdir / "server.log"
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_")}
     env.update(MPI_OPERATOR_SSH_KEY_SEED_FILE=str(seed), MPI_OPERATOR_LOG_LEVEL="DEBUG", PYTHONUNBUFFERED="1")
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
     with log.open("wb") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)

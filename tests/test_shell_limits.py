@@ -26,6 +26,7 @@ import pytest
 from app import logs
 from app.core.sync import Outcome, SyncResult
 from app.metrics import Metrics
+from tests.e2e.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 WIRE = ROOT / "tests" / "fixtures" / "wire" / "sync-request-02-running-all-children-exist.json"
@@ -34,13 +35,6 @@ CAP = 256 * 1024
 pytestmark = pytest.mark.skipif(
     shutil.which("curl") is None and not os.environ.get("CI"), reason="the curl binary is required"
 )
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port: int = sock.getsockname()[1]
-        return port
 
 
 @pytest.fixture(scope="module")
@@ -54,10 +48,10 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         MPI_OPERATOR_ADMISSION_WAIT_SECONDS="0.3",
         MPI_OPERATOR_READ_TIMEOUT_SECONDS="2",
         MPI_OPERATOR_LOG_FORMAT="json",
-        MPI_OPERATOR_METRICS_PORT=str(metrics_port := _free_port()),
+        MPI_OPERATOR_METRICS_PORT=str(metrics_port := free_port()),
         PYTHONUNBUFFERED="1",
     )
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
     with log.open("wb") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)

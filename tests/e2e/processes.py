@@ -12,6 +12,7 @@ import atexit
 import contextlib
 import ctypes
 import os
+import random
 import signal
 import socket
 import ssl
@@ -33,11 +34,31 @@ def _die_with_parent() -> None:
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
 
+_ISSUED: set[int] = set()  # never hand out one port twice in a session
+
+
 def free_port() -> int:
-    """A loopback TCP port nothing listens on right now (the kernel picks it)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    """A loopback TCP port nothing uses right now, below the kernel's ephemeral range.
+
+    A port the kernel hands out for ``bind(0)`` is also what it picks as the source port of outgoing
+    connections, so between this call and the server binding it, any client on the machine (another
+    test's) could take it: etcd once failed with "address already in use" that way.
+    """
+    lowest = 32768
+    with contextlib.suppress(OSError, ValueError):
+        lowest = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    for _ in range(100):
+        port = random.randrange(max(1024, lowest - 12000), lowest)
+        if port in _ISSUED:
+            continue
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
+            try:
+                sock.bind(("127.0.0.1", port))
+            except OSError:
+                continue
+            _ISSUED.add(port)
+            return port
+    raise RuntimeError("no free loopback port below the ephemeral range")
 
 
 @dataclass
