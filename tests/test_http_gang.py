@@ -16,8 +16,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.e2e.processes import free_port
 from tests.golden_cases import CASES, SEED, response_path
-from tests.test_http import ROOT, Hook, _free_port, _wait_healthy, curl
+from tests.test_http import ROOT, Hook, _wait_healthy, curl
 from tests.test_http import pytestmark as needs_curl
 
 pytestmark = needs_curl
@@ -35,7 +36,7 @@ def server(workdir: Path, gang_scheduling: str) -> Iterator[Hook]:
         MPI_OPERATOR_GANG_SCHEDULING=gang_scheduling,
         PYTHONUNBUFFERED="1",
     )
-    port = _free_port()
+    port = free_port()
     command = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
     with log.open("wb") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)

@@ -38,6 +38,12 @@ KEY_LINE = re.compile(r"^key: (.*)$", re.M)
 FAILURE_DEADLINE = 15
 LAUNCHER_SECONDS = int(os.environ.get("MPI_E2E_LAUNCHER_SECONDS", "60"))
 
+# Now and then (about 1 run of this directory in 10 under -n 2) an MPICH 4.0 (ch4:ucx) rank never
+# returns from MPI_Finalize here after printing its line, so the launcher never exits. It is MPICH's
+# teardown in our shared-kernel "pods", not what the hook rendered: such a test runs once more, and only
+# for that failure (pytest-rerunfailures prints "R" and counts the rerun).
+pytestmark = pytest.mark.flaky(reruns=1, only_rerun=["launcher still running"])
+
 
 def _bed_missing() -> str | None:
     if os.geteuid() != 0:
