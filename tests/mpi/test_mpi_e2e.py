@@ -17,6 +17,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+import warnings
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -37,12 +38,6 @@ KEY_LINE = re.compile(r"^key: (.*)$", re.M)
 # ssh's ConnectionAttempts=10 (rendered by the hook) spends ~10 s on a worker that refuses connections.
 FAILURE_DEADLINE = 15
 LAUNCHER_SECONDS = int(os.environ.get("MPI_E2E_LAUNCHER_SECONDS", "60"))
-
-# Now and then (about 1 run of this directory in 10 under -n 2) an MPICH 4.0 (ch4:ucx) rank never
-# returns from MPI_Finalize here after printing its line, so the launcher never exits. It is MPICH's
-# teardown in our shared-kernel "pods", not what the hook rendered: such a test runs once more, and only
-# for that failure (pytest-rerunfailures prints "R" and counts the rerun).
-pytestmark = pytest.mark.flaky(reruns=1, only_rerun=["launcher still running"])
 
 
 def _bed_missing() -> str | None:
@@ -195,8 +190,14 @@ def run_job(
             exit_code = launcher.wait(timeout=deadline or LAUNCHER_SECONDS)
         except subprocess.TimeoutExpired:
             bed.stop(launcher.name)
-            assert deadline, f"launcher still running after {LAUNCHER_SECONDS}s:\n{launcher.output()}"
-            exit_code = None  # the Job controller ends it: activeDeadlineSeconds
+            if not deadline and build.finalize_may_hang and _every_rank_reported(launcher.output()):
+                warnings.warn(
+                    f"{build.name}: every rank reported, then a rank hung in MPI_Finalize", stacklevel=1
+                )
+                exit_code = 0
+            else:
+                assert deadline, f"launcher still running after {LAUNCHER_SECONDS}s:\n{launcher.output()}"
+                exit_code = None  # the Job controller ends it: activeDeadlineSeconds
         log = launcher.output()
         seconds = time.monotonic() - started
     if exit_code == 0:
@@ -211,6 +212,11 @@ def run_job(
     config = mc.get("ConfigMap", f"{name}-config")
     assert config is not None
     return Outcome(exit_code, log, config["data"]["hostfile"], mc.conditions(), mc.status, seconds)
+
+
+def _every_rank_reported(log: str) -> bool:
+    ranks = RANK_LINE.findall(log)
+    return bool(ranks) and len({r for r, *_ in ranks}) == int(ranks[0][1])
 
 
 def assert_placed(outcome: Outcome, slots: int) -> None:
