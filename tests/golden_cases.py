@@ -15,7 +15,8 @@ from typing import Any
 
 import orjson
 
-from app.core.sync import sync
+from app.core.memo import ParentMemo
+from app.core.sync import SyncResult, Verdict, sync
 from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
 from app.settings import Settings
@@ -372,16 +373,22 @@ CASES: dict[str, Case] = {
 }
 
 
-def run(request: dict[str, Any] | bytes, settings: Settings | None = None) -> dict[str, Any]:
-    body = request if isinstance(request, bytes) else orjson.dumps(request)
-    settings = settings or Settings()
-    result = sync(
+def sync_at_now(body: bytes, settings: Settings, memo: ParentMemo[Verdict] | None = None) -> SyncResult:
+    """The hook's sync of ``body`` at NOW with the test seed and ``settings``."""
+    return sync(
         decode_request(body),
         now=NOW,
         keys=SeededKeys(SEED),
         cluster_domain=settings.cluster_domain,
         gang_scheduling=settings.gang_scheduling,
+        annotation_budget=settings.annotation_budget,
+        memo=memo,
     )
+
+
+def run(request: dict[str, Any] | bytes, settings: Settings | None = None) -> dict[str, Any]:
+    body = request if isinstance(request, bytes) else orjson.dumps(request)
+    result = sync_at_now(body, settings or Settings())
     return orjson.loads(orjson.dumps(result.response()))
 
 

@@ -7,24 +7,14 @@ from typing import Any
 import orjson
 
 from app.core.memo import ParentMemo
-from app.core.sync import Verdict, sync
-from app.kube.keys import SeededKeys
-from app.kube.request import decode_request
+from app.core.sync import Verdict
 from app.settings import Settings
 from tests.builders import mpijob, sync_request
-from tests.golden_cases import NOW, SEED, all_cases
+from tests.golden_cases import all_cases, sync_at_now
 
 
 def _answer(body: bytes, settings: Settings, memo: ParentMemo[Verdict] | None) -> dict[str, Any]:
-    result = sync(
-        decode_request(body),
-        now=NOW,
-        keys=SeededKeys(SEED),
-        cluster_domain=settings.cluster_domain,
-        gang_scheduling=settings.gang_scheduling,
-        annotation_budget=settings.annotation_budget,
-        memo=memo,
-    )
+    result = sync_at_now(body, settings, memo)
     return {"response": orjson.loads(orjson.dumps(result.response())), "events": result.events}
 
 
