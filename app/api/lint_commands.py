@@ -6,7 +6,6 @@ process count that is not a literal number (``-np $N``) is "unknown", never a gu
 
 from __future__ import annotations
 
-import functools
 import shlex
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
@@ -38,23 +37,8 @@ def _words(container: Mapping[str, Any]) -> tuple[list[str], int]:
     return [*command, *args], len(command)
 
 
-# The hook lints the same commands sync after sync: short words and scripts are parsed once (the
-# caches hold at most ~1 MiB of user text, longer strings are parsed each time).
-_CACHED_CHARS = 1024
-
-
-def _program(word: str) -> str:
-    """The program a command word runs: ``/usr/bin/mpirun`` -> ``mpirun``."""
-    return _program_cached(word) if len(word) <= _CACHED_CHARS else PurePosixPath(word).name
-
-
-@functools.lru_cache(maxsize=1024)
-def _program_cached(word: str) -> str:
-    return PurePosixPath(word).name
-
-
 def _shell_script(words: list[str]) -> str | None:
-    if not words or _program(words[0]) not in SHELLS:
+    if not words or PurePosixPath(words[0]).name not in SHELLS:
         return None
     for index, word in enumerate(words[1:-1], start=1):
         if word.startswith("-") and not word.startswith("--") and "c" in word:
@@ -63,21 +47,12 @@ def _shell_script(words: list[str]) -> str | None:
 
 
 def _split(script: str) -> list[str]:
-    return list(_shell_words_cached(script) if len(script) <= _CACHED_CHARS else _shell_words(script))
-
-
-@functools.lru_cache(maxsize=1024)
-def _shell_words_cached(script: str) -> tuple[str, ...]:
-    return _shell_words(script)
-
-
-def _shell_words(script: str) -> tuple[str, ...]:
     try:
         lexer = shlex.shlex(script, posix=True, punctuation_chars=True)
         lexer.whitespace_split = True
-        return tuple(lexer)
+        return list(lexer)
     except ValueError:
-        return tuple(script.split())
+        return script.split()
 
 
 def find_launch(container: Mapping[str, Any]) -> Launch | None:
@@ -89,7 +64,7 @@ def find_launch(container: Mapping[str, Any]) -> Launch | None:
         from_command = len(words) + 1 if from_command > words.index(script) else -1
         words = _split(script)
     for index, word in enumerate(words):
-        program = _program(word)
+        program = PurePosixPath(word).name
         if program in LAUNCHERS:
             return _launch(program, words, index, from_command)
     return None
