@@ -4,9 +4,11 @@ Secret or a worker deleted by hand. Nothing is deleted or re-created that should
 
 from __future__ import annotations
 
+from typing import Any
+
 from tests.e2e import jobs
 from tests.e2e.conftest import E2E
-from tests.e2e.kube import finish_pod, run_pod, wait_for
+from tests.e2e.kube import Kube, finish_pod, run_pod, wait_for
 
 
 def test_hook_killed_mid_job_and_restarted(e2e: E2E, ns: str) -> None:
@@ -65,18 +67,8 @@ def test_metacontroller_restarted(e2e: E2E, ns: str) -> None:
 def test_ssh_secret_deleted_comes_back_identical(e2e: E2E, ns: str) -> None:
     kube, name = e2e.kube, "secret"
     jobs.start_running(kube, ns, name)
-    secret = kube.get("secrets", ns, f"{name}-ssh")
-    assert secret is not None and secret["type"] == "kubernetes.io/ssh-auth"
-    kube.delete("secrets", ns, f"{name}-ssh")
-    back = wait_for(
-        lambda: (
-            (s := kube.get("secrets", ns, f"{name}-ssh"))
-            and s["metadata"]["uid"] != secret["metadata"]["uid"]
-            and s
-        ),
-        jobs.WAIT,
-        "the Secret back",
-    )
+    secret, back = _delete_and_wait_back(kube, "secrets", ns, f"{name}-ssh", "the Secret back")
+    assert secret["type"] == "kubernetes.io/ssh-auth"
     # Seeded keys (MPI_OPERATOR_SSH_KEY_SEED_FILE): the same key pair, so running workers keep working.
     assert back["data"] == secret["data"]
     assert jobs.condition_status(jobs.get(kube, ns, name)) == {"Created": "True", "Running": "True"}
@@ -85,18 +77,7 @@ def test_ssh_secret_deleted_comes_back_identical(e2e: E2E, ns: str) -> None:
 def test_worker_deleted_by_hand_is_recreated(e2e: E2E, ns: str) -> None:
     kube, name = e2e.kube, "worker-gone"
     jobs.start_running(kube, ns, name)
-    gone = kube.get("pods", ns, f"{name}-worker-1")
-    assert gone is not None
-    kube.delete("pods", ns, f"{name}-worker-1")
-    new = wait_for(
-        lambda: (
-            (p := kube.get("pods", ns, f"{name}-worker-1"))
-            and p["metadata"]["uid"] != gone["metadata"]["uid"]
-            and p
-        ),
-        jobs.WAIT,
-        "worker-1 re-created",
-    )
+    _, new = _delete_and_wait_back(kube, "pods", ns, f"{name}-worker-1", "worker-1 re-created")
     assert new["spec"]["hostname"] == f"{name}-worker-1"
     run_pod(kube, new)
     job = wait_for(
@@ -105,3 +86,20 @@ def test_worker_deleted_by_hand_is_recreated(e2e: E2E, ns: str) -> None:
         "2 active workers again",
     )
     assert jobs.condition_status(job) == {"Created": "True", "Running": "True"}
+
+
+def _delete_and_wait_back(
+    kube: Kube, resource: str, ns: str, name: str, what: str
+) -> tuple[dict[str, Any], dict[str, Any]]:
+    """Delete an object the hook owns and wait for the hook to create it again: (before, after)."""
+    before = kube.get(resource, ns, name)
+    assert before is not None
+    kube.delete(resource, ns, name)
+    after = wait_for(
+        lambda: (
+            (o := kube.get(resource, ns, name)) and o["metadata"]["uid"] != before["metadata"]["uid"] and o
+        ),
+        jobs.WAIT,
+        what,
+    )
+    return before, after
