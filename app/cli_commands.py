@@ -123,12 +123,7 @@ def _first_sync(job: dict[str, Any], settings: Any, namespace: str | None) -> An
     controller = _controller(settings.gang_scheduling)
     body = orjson.dumps({"controller": controller, "parent": job, "children": {}, "related": {}})
     return sync(
-        decode_request(body),
-        now=datetime.now(UTC),
-        keys=settings.key_source(),
-        cluster_domain=settings.cluster_domain,
-        gang_scheduling=settings.gang_scheduling,
-        annotation_budget=settings.annotation_budget,
+        decode_request(body), now=datetime.now(UTC), keys=settings.key_source(), config=settings.sync_config
     )
 
 
@@ -140,20 +135,20 @@ def _render_job(doc: Document, settings: Any, args: argparse.Namespace) -> tuple
     except RequestError as err:
         _error(f"{doc.source}: MPIJob {_name(doc.data)}: {err}")
         return "", False
+    from app.core.sync import Outcome
+
     conditions = result.status.get("conditions") or []
-    invalid = next((c for c in conditions if c.get("type") == "Invalid" and c.get("status") == "True"), None)
-    if invalid is not None:
-        _error(
-            f"{doc.source}: MPIJob {_name(doc.data)} is invalid, nothing would be created:"
-            f" {invalid.get('message')}"
-        )
+    invalid = result.outcome == Outcome.INVALID
+    if invalid:
+        message = next((c.get("message") for c in conditions if c.get("type") == "Invalid"), "")
+        _error(f"{doc.source}: MPIJob {_name(doc.data)} is invalid, nothing would be created: {message}")
     summary = ", ".join(f"{c['type']}={c['status']}" for c in conditions)
     text = f"# MPIJob {result.namespace}/{result.name}: {summary}\n"
     if args.status:
         status = yaml.safe_dump({"status": result.status}, sort_keys=False)
         text += "".join(f"# {line}\n" for line in status.splitlines())
     text += dump_all([redact(child) for child in result.children])
-    return text, invalid is None
+    return text, not invalid
 
 
 def redact(child: dict[str, Any]) -> dict[str, Any]:

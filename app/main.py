@@ -27,11 +27,11 @@ from starlette.concurrency import run_in_threadpool
 
 from app import logs
 from app.core.customize import customize
-from app.core.memo import ParentMemo
 from app.core.sync import SyncResult, Verdict, sync
 from app.guard import ASGIApp, BodyGuard, Limits, Receive, Scope, Send
 from app.kube.keys import KeySource
 from app.kube.request import RequestError, decode_request
+from app.memo import ParentMemo, remember
 from app.metrics import Metrics
 from app.settings import Settings, load_settings
 
@@ -58,15 +58,8 @@ class Hook:
     def answer_sync(self, body: bytes) -> tuple[SyncResult, bytes]:
         request = decode_request(body)
         now = datetime.now(UTC)
-        result = sync(
-            request,
-            now=now,
-            keys=self.keys,
-            cluster_domain=self.settings.cluster_domain,
-            gang_scheduling=self.settings.gang_scheduling,
-            annotation_budget=self.settings.annotation_budget,
-            memo=self.memo,
-        )
+        config = self.settings.sync_config
+        result = sync(request, now=now, keys=self.keys, config=config, judge=remember(self.memo))
         return result, orjson.dumps(result.response())
 
 
@@ -205,8 +198,6 @@ def metrics_endpoint(request: Request) -> Response:
     metrics = _hook(request).metrics
     metrics.expire()
     return Response(generate_latest(metrics.registry), media_type=CONTENT_TYPE_LATEST)
-
-
 
 
 # A 4,096-worker sync allocates ~200,000 container objects and frees them all, none in a reference cycle.

@@ -16,14 +16,13 @@ from collections.abc import Callable
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
 
-from app.core.status import Milestone
+from app.core.intents import Milestone
 from app.core.sync import Outcome, SyncResult
 from app.kube import names
 
 # 1 KiB .. 256 MiB by powers of four: a 1-worker sync is ~10 KB, a 4,096-worker one ~30 MB.
 SIZE_BUCKETS = tuple(float(1024 * 4**i) for i in range(10))
 ERROR_KINDS = ("too_large", "busy", "read_timeout", "disconnected", "bad_request", "internal")
-_FINISHED = ("Succeeded", "Failed")
 HOOKS = ("sync", "customize")
 
 
@@ -125,12 +124,8 @@ class Metrics:
     def _record_job(self, result: SyncResult) -> None:
         """One series per live job: set while it has a launcher and is not finished, dropped after."""
         launcher = result.launcher
-        finished = any(
-            c.get("type") in _FINISHED and c.get("status") == "True"
-            for c in result.status.get("conditions") or ()
-        )
         key = (launcher or names.launcher_name(result.name), result.namespace)
-        if launcher is None or finished:
+        if launcher is None or result.finished:
             if self._job_seen.pop(key, None) is not None:
                 self.job_info.remove(*key)
             return

@@ -5,6 +5,7 @@ Validated once at start-up: a bad value stops the process with a message naming 
 
 from __future__ import annotations
 
+import functools
 import logging
 import re
 from pathlib import Path
@@ -12,6 +13,8 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.children.podgroup import gang_scheduler
+from app.core.config import SyncConfig
 from app.kube.keys import MIN_SEED_BYTES, KeySource, SeededKeys, random_keys
 
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
@@ -123,6 +126,10 @@ class Settings(BaseSettings):
     def annotation_budget(self) -> bool:
         """dynamic-apply copies each child into a 256 KiB annotation, which bounds its size."""
         return self.metacontroller_apply_strategy == "dynamic-apply"
+
+    @functools.cached_property
+    def sync_config(self) -> SyncConfig:
+        return SyncConfig(self.cluster_domain, gang_scheduler(self.gang_scheduling), self.annotation_budget)
 
     def key_source(self) -> KeySource:
         if self.ssh_key_seed_file is None:

@@ -40,9 +40,10 @@ sys.path.insert(0, str(ROOT / "bench"))
 
 from sync_bench import KEYS, NOW, best, build_request  # noqa: E402
 
-from app.core.memo import MAX_ENTRIES  # noqa: E402
+from app.core.config import SyncConfig  # noqa: E402
 from app.core.sync import sync  # noqa: E402
 from app.kube.request import decode_request  # noqa: E402
+from app.memo import MAX_ENTRIES  # noqa: E402
 
 
 def _free_port() -> int:
@@ -114,7 +115,8 @@ def size_row(workers: int, repeat: int, seed: Path) -> dict[str, float]:
     body = build_request(workers)
 
     def in_process() -> bytes:
-        result = sync(decode_request(body), now=NOW, keys=KEYS, cluster_domain="", annotation_budget=False)
+        config = SyncConfig(annotation_budget=False)
+        result = sync(decode_request(body), now=NOW, keys=KEYS, config=config)
         return orjson.dumps(result.response())
 
     response = in_process()
@@ -165,7 +167,7 @@ def throughput(port: int, bodies: list[bytes], clients: int, seconds: float) -> 
 
 def changed_parents(body: bytes, count: int) -> list[bytes]:
     """``body`` with ``count`` different parent resourceVersions: more parents than the hook remembers
-    (``app.core.memo``), sent in turn, so every sync judges its parent afresh."""
+    (``app.memo``), sent in turn, so every sync judges its parent afresh."""
     request = orjson.loads(body)
     bodies = []
     for version in range(count):

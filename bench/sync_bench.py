@@ -24,6 +24,7 @@ import orjson
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from app.core.config import SyncConfig
 from app.core.sync import sync
 from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
@@ -74,13 +75,8 @@ def main() -> None:
 
     def whole_sync() -> bytes:
         # Server-side apply: under dynamic-apply a 4,096-worker ConfigMap is over its annotation budget.
-        result = sync(
-            decode_request(body),
-            now=NOW,
-            keys=KEYS,
-            cluster_domain=settings.cluster_domain,
-            annotation_budget=False,
-        )
+        config = SyncConfig(settings.cluster_domain, annotation_budget=False)
+        result = sync(decode_request(body), now=NOW, keys=KEYS, config=config)
         return orjson.dumps(result.response())
 
     out = whole_sync()

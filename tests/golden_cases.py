@@ -15,10 +15,10 @@ from typing import Any
 
 import orjson
 
-from app.core.memo import ParentMemo
-from app.core.sync import SyncResult, Verdict, sync
+from app.core.sync import SyncResult, Verdict, judge, sync
 from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
+from app.memo import ParentMemo, remember
 from app.settings import Settings
 from tests.builders import (
     MPIJobBuilder,
@@ -379,10 +379,8 @@ def sync_at_now(body: bytes, settings: Settings, memo: ParentMemo[Verdict] | Non
         decode_request(body),
         now=NOW,
         keys=SeededKeys(SEED),
-        cluster_domain=settings.cluster_domain,
-        gang_scheduling=settings.gang_scheduling,
-        annotation_budget=settings.annotation_budget,
-        memo=memo,
+        config=settings.sync_config,
+        judge=judge if memo is None else remember(memo),
     )
 
 

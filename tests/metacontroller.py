@@ -40,10 +40,10 @@ import orjson
 import yaml
 
 from app.core.customize import customize
-from app.core.memo import ParentMemo
 from app.core.sync import Verdict, sync
 from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
+from app.memo import ParentMemo, remember
 from app.settings import Settings
 from tests.builders import with_pod_status
 from tests.kube_schema import CUSTOM_KINDS, custom_resource_schema, schema_errors
@@ -499,10 +499,8 @@ class FakeMetacontroller:
             decode_request(orjson.dumps(request)),
             now=self.now,
             keys=self.keys,
-            cluster_domain=self.settings.cluster_domain,
-            gang_scheduling=self.settings.gang_scheduling,
-            annotation_budget=self.settings.annotation_budget,
-            memo=self.memo,  # one per hook process, as the shell keeps it
+            config=self.settings.sync_config,
+            judge=remember(self.memo),  # one memo per hook process, as the shell keeps it
         )
         return orjson.loads(orjson.dumps(result.response()))
 

@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from app.core.config import SyncConfig
 from app.core.sync import sync
 from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
@@ -70,5 +71,5 @@ def test_response_is_stable_across_hook_versions() -> None:
 @pytest.mark.parametrize("name", ["openmpi-first-sync", "invalid-new-job", "managed-by-multikueue"])
 def test_result_names_its_job_for_the_logs(name: str) -> None:
     request = (response_path(name).parent / "request.json").read_bytes()
-    result = sync(decode_request(request), now=NOW, keys=SeededKeys(SEED), cluster_domain="")
+    result = sync(decode_request(request), now=NOW, keys=SeededKeys(SEED), config=SyncConfig())
     assert (result.namespace, result.name) == ("default", "pi")

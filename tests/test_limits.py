@@ -16,6 +16,7 @@ from app.api.defaults import Job, with_defaults
 from app.api.types import MPIJob
 from app.api.validation import validate
 from app.children.configmap import build_configmap
+from app.core.config import SyncConfig
 from app.core.sync import sync
 from app.kube import names
 from app.kube.request import RequestError, decode_request
@@ -129,7 +130,7 @@ def test_absurd_worker_counts_answer_at_once(replicas: int) -> None:
     """The issue's hang: 10**9 workers made /sync spin forever. Now it is an Invalid condition."""
     parent = mpijob().workers(replicas).build()
     body = orjson.dumps(sync_request(parent)) if replicas < 2**63 else _raw_request(parent, str(replicas))
-    result = sync(decode_request(body), now=NOW, keys=lambda uid: pytest.fail("no key"), cluster_domain="")
+    result = sync(decode_request(body), now=NOW, keys=lambda uid: pytest.fail("no key"), config=SyncConfig())
     invalid = [c for c in result.status["conditions"] if c["type"] == "Invalid"]
     assert invalid and "spec.mpiReplicaSpecs[Worker].replicas: Invalid value:" in invalid[0]["message"]
     assert result.children == []
@@ -140,7 +141,7 @@ def test_a_number_no_apiserver_could_store_is_a_short_bad_request() -> None:
     """5,000 digits do not even parse as JSON numbers for pydantic: a 400 that echoes nothing."""
     body = _raw_request(mpijob().build(), "9" * 5000)
     with pytest.raises(RequestError) as caught:
-        sync(decode_request(body), now=NOW, keys=lambda uid: pytest.fail("no key"), cluster_domain="")
+        sync(decode_request(body), now=NOW, keys=lambda uid: pytest.fail("no key"), config=SyncConfig())
     assert len(str(caught.value)) < 100 and "999" not in str(caught.value)
 
 

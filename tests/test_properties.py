@@ -27,11 +27,12 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.api.limits import MAX_WORKERS
+from app.core.config import SyncConfig
 from app.core.customize import customize
-from app.core.memo import ParentMemo
-from app.core.sync import Verdict, sync
+from app.core.sync import Verdict, judge, sync
 from app.kube.keys import SeededKeys
 from app.kube.request import RequestError, decode_request
+from app.memo import ParentMemo, remember
 from tests.builders import launcher_pod, mpijob, observe, sync_request, with_job_status, with_pod_status
 from tests.kube_schema import schema_errors
 from tests.metacontroller import FakeMetacontroller
@@ -89,7 +90,7 @@ def mpijobs(draw: st.DrawFn) -> dict[str, Any]:
 def observed(draw: st.DrawFn, job: dict[str, Any]) -> list[dict[str, Any]]:
     """Children as a first sync would have created them, in random states, plus strays."""
     first = sync(
-        decode_request(orjson.dumps(sync_request(job))), now=NOW, keys=KEYS, cluster_domain=""
+        decode_request(orjson.dumps(sync_request(job))), now=NOW, keys=KEYS, config=SyncConfig()
     ).children
     children = []
     for child in first:
@@ -119,7 +120,8 @@ MEMO: ParentMemo[Verdict] = ParentMemo()
 def answer(body: bytes, memo: ParentMemo[Verdict] | None = MEMO) -> bytes | None:
     """The shell's path without HTTP: None for a 400, the response bytes for a 200; anything else raises."""
     try:
-        result = sync(decode_request(body), now=NOW, keys=KEYS, cluster_domain="", memo=memo)
+        judged = judge if memo is None else remember(memo)
+        result = sync(decode_request(body), now=NOW, keys=KEYS, config=SyncConfig(), judge=judged)
     except RequestError as err:
         assert len(str(err)) < 300
         return None

@@ -169,9 +169,8 @@ def test_log_fields_cannot_forge_lines(log_format: str, capsys: pytest.CaptureFi
 
 
 def _result(name: str, *, launcher: bool, finished: bool = False) -> SyncResult:
-    children = [{"kind": "Job", "metadata": {"name": f"{name}-launcher"}}] if launcher else []
-    conditions = [{"type": "Succeeded", "status": "True"}] if finished else []
-    return SyncResult({"conditions": conditions}, children, Outcome.SYNCED, "ns", name)
+    kept = f"{name}-launcher" if launcher else None
+    return SyncResult({}, [], Outcome.SYNCED, "ns", name, launcher=kept, finished=finished)
 
 
 def _series(metrics: Metrics) -> set[str]:

@@ -16,8 +16,9 @@ from typing import Any
 import pytest
 
 from app.api.types import ConditionType, JobStatus
-from app.core.plan import finished
-from app.core.status import Condition, conditions_from, set_condition, timestamp, truncate
+from app.core.intents import SetCondition, truncate
+from app.core.plan import finished, timestamp
+from app.core.status import WireCondition, apply, conditions_from
 
 T0 = "2026-05-04T09:00:00Z"
 T1 = "2026-05-04T09:05:30Z"
@@ -26,7 +27,7 @@ NOW = datetime(2026, 5, 4, 9, 5, 30, 123456, tzinfo=UTC)  # renders as T1
 
 def cond(
     kind: str, status: str, reason: str, message: str, updated: str = T0, transitioned: str = T0
-) -> Condition:
+) -> WireCondition:
     return {
         "type": kind,
         "status": status,
@@ -45,12 +46,12 @@ EVICTED = cond("Failed", "True", "MPIJobEvicted", "1/2 workers are evicted")
 RESTARTING = cond("Restarting", "True", "Restarting", "restarting")
 
 
-def flipped(condition: Condition) -> Condition:
+def flipped(condition: WireCondition) -> WireCondition:
     return {**condition, "status": "False"}
 
 
 # (id, conditions before, (type, status, reason, message), changed?, conditions after)
-CASES: list[tuple[str, list[Condition], tuple[str, str, str, str], bool, list[Condition]]] = [
+CASES: list[tuple[str, list[WireCondition], tuple[str, str, str, str], bool, list[WireCondition]]] = [
     (
         "first condition is appended",
         [],
@@ -217,19 +218,21 @@ CASES: list[tuple[str, list[Condition], tuple[str, str, str, str], bool, list[Co
 @pytest.mark.parametrize(
     ("before", "args", "changed", "after"), [c[1:] for c in CASES], ids=[c[0] for c in CASES]
 )
-def test_set_condition(
-    before: list[Condition], args: tuple[str, str, str, str], changed: bool, after: list[Condition]
+def test_a_stage_condition_is_written_as_upstream_setcondition(
+    before: list[WireCondition], args: tuple[str, str, str, str], changed: bool, after: list[WireCondition]
 ) -> None:
     conditions = copy.deepcopy(before)
     same_list = conditions
-    assert set_condition(conditions, *args, now=NOW) is changed
+    kind, status, reason, message = args
+    intent = SetCondition(ConditionType(kind), status, reason, message, event="Normal")
+    assert (apply(conditions, intent, NOW) is not None) is changed
     assert conditions == after
     assert conditions is same_list  # updated in place, like the status the caller renders
 
 
-def test_set_condition_accepts_enum_types() -> None:
-    conditions: list[Condition] = []
-    set_condition(conditions, ConditionType.SUCCEEDED, "True", "MPIJobSucceeded", "done", NOW)
+def test_the_written_type_is_a_plain_str() -> None:
+    conditions: list[WireCondition] = []
+    apply(conditions, SetCondition(ConditionType.SUCCEEDED, "True", "MPIJobSucceeded", "done"), NOW)
     assert conditions == [cond("Succeeded", "True", "MPIJobSucceeded", "done", T1, T1)]
     assert type(conditions[0]["type"]) is str
 
@@ -294,7 +297,7 @@ def test_timestamp(now: datetime, want: str) -> None:
     ],
     ids=["none", "running", "succeeded", "failed", "failed false", "succeeded false", "succeeded unknown"],
 )
-def test_finished(conditions: list[Condition], want: bool) -> None:
+def test_finished(conditions: list[WireCondition], want: bool) -> None:
     assert finished(JobStatus.model_validate({"conditions": conditions})) is want
 
 
@@ -309,5 +312,5 @@ def test_finished(conditions: list[Condition], want: bool) -> None:
     ],
     ids=["no conditions", "wire shape kept, empty fields omitted"],
 )
-def test_conditions_from(status: dict[str, Any], want: list[Condition]) -> None:
+def test_conditions_from(status: dict[str, Any], want: list[WireCondition]) -> None:
     assert conditions_from(JobStatus.model_validate(status)) == want

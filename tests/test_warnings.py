@@ -16,7 +16,10 @@ import pytest
 import yaml
 
 from app.api.types import JobStatus
-from app.core.warnings import REASON_LINT, WARNING, lint_message, place_warning
+from app.core.intents import REASON_LINT, Event
+from app.core.plan import notices
+from app.core.status import WireCondition, write_conditions
+from app.core.warnings import lint_message
 from tests.builders import mpijob
 from tests.test_lint import CASES
 
@@ -30,6 +33,16 @@ def previous(*conditions: dict[str, Any]) -> JobStatus:
     return JobStatus.model_validate({"conditions": list(conditions)})
 
 
+WARNING = "Warning"
+
+
+def place_warning(
+    stored: JobStatus, message: str | None, now: datetime
+) -> tuple[list[WireCondition], tuple[Event, ...]]:
+    """The stored conditions after the lint Warning's intent, as a sync writes them."""
+    return write_conditions(stored, notices(False, None, message), now)
+
+
 def stored_warning(message: str) -> dict[str, str]:
     stamp = "2026-05-04T09:00:00Z"
     return {"type": WARNING, "status": "True", "reason": REASON_LINT, "message": message,
@@ -37,25 +50,21 @@ def stored_warning(message: str) -> dict[str, str]:
 
 
 def test_the_warning_goes_first_and_announces_itself() -> None:
-    status = {"conditions": [dict(CREATED)]}
-    events = place_warning(status, previous(CREATED), "m1", T0)
-    assert [c["type"] for c in status["conditions"]] == [WARNING, "Created"]
-    assert status["conditions"][0]["lastTransitionTime"] == "2026-05-04T09:00:00Z"
+    conditions, events = place_warning(previous(CREATED), "m1", T0)
+    assert [c["type"] for c in conditions] == [WARNING, "Created"]
+    assert conditions[0]["lastTransitionTime"] == "2026-05-04T09:00:00Z"
     assert [(e.type, e.reason) for e in events] == [("Warning", REASON_LINT)]
 
 
 def test_an_unchanged_warning_is_byte_for_byte_the_stored_one() -> None:
     stored = stored_warning("m1")
-    status = {"conditions": [dict(CREATED)]}
-    assert place_warning(status, previous(stored, CREATED), "m1", T1) == ()
-    assert status["conditions"] == [stored, CREATED]
+    assert place_warning(previous(stored, CREATED), "m1", T1) == ([stored, CREATED], ())
 
 
 def test_a_new_message_keeps_the_transition_time() -> None:
     stored = stored_warning("m1")
-    status = {"conditions": [dict(CREATED)]}
-    place_warning(status, previous(stored, CREATED), "m2", T1)
-    warning = status["conditions"][0]
+    conditions, _ = place_warning(previous(CREATED, stored), "m2", T1)
+    warning = conditions[0]
     assert (warning["message"], warning["lastUpdateTime"], warning["lastTransitionTime"]) == (
         "m2",
         "2026-05-04T09:00:10Z",
@@ -65,9 +74,7 @@ def test_a_new_message_keeps_the_transition_time() -> None:
 
 def test_no_finding_no_condition() -> None:
     stored = {"type": WARNING, "status": "True", "reason": REASON_LINT, "message": "m1"}
-    status = {"conditions": [dict(CREATED)]}
-    assert place_warning(status, previous(stored, CREATED), None, T1) == ()
-    assert status["conditions"] == [CREATED]
+    assert place_warning(previous(stored, CREATED), None, T1) == ([CREATED], ())
 
 
 def test_the_message_lists_warnings_not_infos() -> None:

@@ -7,74 +7,35 @@ launcher. With gang scheduling, the launcher and the workers are decorated to jo
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from app.api.defaults import Job, Replica
+from app.api.defaults import Job
 from app.children.configmap import build_configmap
-from app.children.launcher import build_launcher
-from app.children.podgroup import GangScheduler, Membership, gang_job, membership, pod_group
+from app.children.podgroup import gang_job, pod_group
 from app.children.service import build_service
 from app.children.ssh_secret import build_ssh_secret
-from app.children.workers import WorkerFactory
+from app.children.templates import PodTemplates, pod_templates
+from app.core.observed import Observed
 from app.core.plan import Plan
 from app.kube.keys import KeySource
-from app.kube.request import ObservedSecret
-
-
-class PodTemplates:
-    """The launcher Job and the worker factory of one job, each built once per gang scheduler (and
-    cluster domain) and kept with the job's verdict, so later syncs of the same parent reuse them.
-
-    Every sync's children share their nested dicts with these (as one response's workers already share
-    one spec): a ``SyncResult`` is serialised or read, never edited.
-    """
-
-    def __init__(self, job: Job) -> None:
-        self._job = job
-        self._launchers: dict[GangScheduler | None, dict[str, Any]] = {}
-        self._workers: dict[tuple[str, GangScheduler | None], WorkerFactory] = {}
-
-    def launcher(self, replica: Replica, gang: GangScheduler | None) -> dict[str, Any]:
-        built = self._launchers.get(gang)
-        if built is None:
-            built = build_launcher(self._job, replica, self._membership(gang))
-            self._launchers[gang] = built
-        return built
-
-    def workers(self, replica: Replica, cluster_domain: str, gang: GangScheduler | None) -> WorkerFactory:
-        factory = self._workers.get((cluster_domain, gang))
-        if factory is None:
-            factory = WorkerFactory(self._job, replica, cluster_domain, self._membership(gang))
-            self._workers[(cluster_domain, gang)] = factory
-        return factory
-
-    def _membership(self, gang: GangScheduler | None) -> Membership | None:
-        return membership(gang, self._job.name) if gang is not None else None
 
 
 def desired_children(
-    job: Job,
-    plan: Plan,
-    secret: ObservedSecret | None,
-    keys: KeySource,
-    cluster_domain: str,
-    priorities: Mapping[str, int] | None = None,
-    templates: PodTemplates | None = None,
+    job: Job, plan: Plan, observed: Observed, templates: PodTemplates, keys: KeySource, cluster_domain: str
 ) -> list[dict[str, Any]]:
-    """``priorities``: PriorityClass values by name, for the PodGroup's minResources. ``templates``: the
-    job's pod templates from an earlier sync of the same parent (built here when not given)."""
-    templates = templates or PodTemplates(job)
-    children = [
+    """``templates``: the job's pod templates, built with its verdict for the configured gang scheduler."""
+    if templates.gang != plan.gang:
+        # Gang scheduling is configured but its PodGroup child is not declared: Pods join no group.
+        templates = pod_templates(job, cluster_domain, plan.gang)
+    children: list[dict[str, Any]] = [
         build_service(job),
-        build_configmap(job, plan.running_workers, cluster_domain),
-        build_ssh_secret(job, secret, keys),
+        build_configmap(job, plan.running_worker_names, cluster_domain),
+        build_ssh_secret(job, observed.secret, keys),
     ]
-    if plan.podgroup and plan.gang is not None:
-        children.append(pod_group(plan.gang, gang_job(job, plan.launcher_pending), priorities or {}))
-    if plan.workers and job.worker is not None:
-        factory = templates.workers(job.worker, cluster_domain, plan.gang)
-        children += [factory.build(i) for i in plan.workers]
-    if plan.create_or_keep_launcher and job.launcher is not None:
-        children.append(templates.launcher(job.launcher, plan.gang))
+    if plan.return_podgroup and plan.gang is not None:
+        children.append(pod_group(plan.gang, gang_job(job, plan.launcher_pending), observed.priorities))
+    if plan.worker_indices and templates.workers is not None:
+        children += [templates.workers.build(i) for i in plan.worker_indices]
+    if plan.keep_launcher and templates.launcher is not None:
+        children.append(dict(templates.launcher))
     return children

@@ -2,11 +2,54 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from enum import StrEnum
 
+from app.children.podgroup import RESOURCE as PODGROUPS
 from app.children.podgroup import SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION
 from app.kube import names
 from app.kube.request import ObservedJob, ObservedPod, ObservedSecret, SyncRequest
+
+
+class LauncherOutcome(StrEnum):
+    RUNNING = "Running"
+    SUCCEEDED = "Succeeded"
+    FAILED = "Failed"
+
+
+@dataclass(frozen=True, slots=True)
+class FailedPod:
+    reason: str
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
+class LauncherState:
+    """The observed launcher Job, summarised for the status."""
+
+    outcome: LauncherOutcome
+    running_pods: int
+    failed_pods: int
+    completion_time: str | None = None
+    failure_reason: str | None = None
+    failure_message: str | None = None
+    # The newest failed launcher Pod (customize hook), which explains a backoff failure.
+    newest_failed_pod: FailedPod | None = None
+
+    @property
+    def done(self) -> bool:
+        return self.outcome != LauncherOutcome.RUNNING
+
+
+@dataclass(frozen=True, slots=True)
+class WorkerCounts:
+    """Worker Pods by phase over upstream's worker list of this sync."""
+
+    active: int = 0
+    succeeded: int = 0
+    failed: int = 0
+    evicted: int = 0
 
 
 @dataclass(frozen=True)
@@ -20,6 +63,10 @@ class Observed:
     launcher_pods: list[ObservedPod] | None = None
     # The apiVersions in which the job's PodGroup ``<job>`` exists.
     podgroups: frozenset[str] = frozenset()
+    # The PodGroup apiVersions the CompositeController declares as children (Metacontroller manages them).
+    podgroups_declared: frozenset[str] = frozenset()
+    # PriorityClass values by name (customize hook, gang scheduling only): they rank a PodGroup's replicas.
+    priorities: Mapping[str, int] = field(default_factory=dict)
 
 
 def classify(job_name: str, request: SyncRequest) -> Observed:
@@ -40,7 +87,14 @@ def classify(job_name: str, request: SyncRequest) -> Observed:
         secret=secret,
         launcher_pods=_launcher_pods(job_name, request) if request.controller.has_customize_hook else None,
         podgroups=_podgroups(job_name, request),
+        podgroups_declared=frozenset(
+            v for v in PODGROUP_API_VERSIONS if request.controller.declares_child(v, PODGROUPS)
+        ),
+        priorities=request.related.priority_values,
     )
+
+
+PODGROUP_API_VERSIONS = (VOLCANO_API_VERSION, SCHEDULER_PLUGINS_API_VERSION)
 
 
 def _podgroups(job_name: str, request: SyncRequest) -> frozenset[str]:
@@ -82,3 +136,42 @@ def _worker_index(name: str, prefix: str) -> int | None:
     ):
         return None
     return int(suffix)
+
+
+def launcher_state(
+    launcher: ObservedJob | None, launcher_pods: list[ObservedPod] | None
+) -> LauncherState | None:
+    """The observed launcher Job, summarised (``launcher_pods``: from the customize hook, if any)."""
+    if launcher is None:
+        return None
+    if launcher.condition("Complete") is not None:
+        completion = launcher.status.completionTime if launcher.status else None
+        return LauncherState(LauncherOutcome.SUCCEEDED, 0, launcher.failed_pods, completion_time=completion)
+    if (failed := launcher.condition("Failed")) is not None:
+        return LauncherState(
+            LauncherOutcome.FAILED,
+            0,
+            launcher.failed_pods,
+            failure_reason=failed.reason,
+            failure_message=failed.message,
+            newest_failed_pod=_newest_failed(launcher_pods or []),
+        )
+    running = _running_launcher_pods(launcher, launcher_pods)
+    return LauncherState(LauncherOutcome.RUNNING, running, launcher.failed_pods)
+
+
+def _running_launcher_pods(launcher: ObservedJob, pods: list[ObservedPod] | None) -> int:
+    """Running launcher Pods; without the customize hook, the Job's ``ready`` count stands in."""
+    if pods is not None:
+        return sum(1 for pod in pods if pod.phase == "Running")
+    return (launcher.status.ready if launcher.status else None) or 0
+
+
+def _newest_failed(pods: list[ObservedPod]) -> FailedPod | None:
+    failed = [pod for pod in pods if pod.phase == "Failed"]
+    if not failed:
+        return None
+    newest = max(failed, key=lambda pod: pod.metadata.creationTimestamp or "")
+    if newest.status is None:
+        return None
+    return FailedPod(newest.status.reason or "", newest.status.message or "")

@@ -1,114 +1,108 @@
-"""The plan of one sync: each decision made once, from the job, what exists and the stored status.
+"""The plan of one sync: every decision made once, from the job, what exists, the stored status and ``now``.
 
-The status (``status.next_status``) and the children (``desired.desired_children``) are rendered from it;
-neither re-derives a decision. Decisions, in upstream's order:
+The status (``status.next_status``), the children (``desired.desired_children``), the metrics and the CLI
+render it; none re-derives a decision. Decisions, in upstream's order:
 
-1. Did the job finish before this sync? That is read from the stored status, never from a missing launcher,
-   so a launcher deleted by its TTL is never re-created. A finished job keeps what exists, and cleanPodPolicy
-   acts only once the status that says "finished" (with its completionTime) has been stored.
+1. Did the job finish before this sync? That is read from the stored status (``finished``, the one place
+   this is answered), never from a missing launcher, so a launcher deleted by its TTL is never re-created.
+   A finished job keeps what exists, and cleanPodPolicy acts only once the status that says "finished"
+   (with its completionTime) has been stored.
 2. Otherwise: is it suspended, what does the launcher Job say, how many workers run, fail or were evicted?
    The job finishes in this sync when the launcher is done or a worker was evicted.
 3. Which workers to return, and whether the launcher may be created (AtStartup, or every worker Ready).
-4. With gang scheduling: whether the PodGroup is returned. It is, from the current spec, whenever workers
-   may be created (so it is in the response that first creates them); a finished job keeps the one it has
-   unless cleanPodPolicy cleans up; a suspended job has none.
+4. Gang scheduling: available only when the CompositeController declares the PodGroup child of the
+   configured scheduler. The PodGroup is returned, from the current spec, whenever workers may be created
+   (so it is in the response that first creates them); a finished job keeps the one it has unless
+   cleanPodPolicy cleans up; a suspended job has none.
+5. Which conditions change and why (``intents``), and the start and completion times.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
-from enum import StrEnum
+from datetime import UTC, datetime
+from typing import Any
 
 from app.api.defaults import Job
 from app.api.types import CleanPodPolicy, ConditionType, JobStatus, LauncherCreationPolicy
+from app.children.podgroup import RESOURCE as PODGROUPS
 from app.children.podgroup import GangScheduler
-from app.core.observed import Observed
+from app.core import intents as i
+from app.core.observed import LauncherOutcome, LauncherState, Observed, WorkerCounts, launcher_state
 from app.kube import names
-from app.kube.request import ObservedJob, ObservedPod
-
-
-class LauncherOutcome(StrEnum):
-    RUNNING = "Running"
-    SUCCEEDED = "Succeeded"
-    FAILED = "Failed"
-
-
-@dataclass(frozen=True, slots=True)
-class FailedPod:
-    reason: str
-    message: str
-
-
-@dataclass(frozen=True, slots=True)
-class LauncherState:
-    """The observed launcher Job, summarised for the status."""
-
-    outcome: LauncherOutcome
-    running_pods: int
-    failed_pods: int
-    completion_time: str | None = None
-    failure_reason: str | None = None
-    failure_message: str | None = None
-    # The newest failed launcher Pod (customize hook), which explains a backoff failure.
-    newest_failed_pod: FailedPod | None = None
-
-    @property
-    def done(self) -> bool:
-        return self.outcome != LauncherOutcome.RUNNING
-
-
-@dataclass(frozen=True, slots=True)
-class WorkerCounts:
-    """Worker Pods by phase over upstream's worker list of this sync."""
-
-    active: int = 0
-    succeeded: int = 0
-    failed: int = 0
-    evicted: int = 0
 
 
 @dataclass(frozen=True)
 class Plan:
     finished_before: bool
+    # The job finishes in this sync: its launcher is done, or a worker was evicted.
+    finishing: bool
     suspended: bool
     launcher: LauncherState | None
     # Upstream's worker list: 0..counted_workers-1 (none while suspended or once the launcher is done).
     counted_workers: int
     worker_counts: WorkerCounts
-    workers: tuple[int, ...]
-    running_workers: tuple[str, ...]
-    create_or_keep_launcher: bool
+    worker_indices: tuple[int, ...]
+    running_worker_names: tuple[str, ...]
+    keep_launcher: bool
+    start_time: str | None
+    completion_time: str | None
     # cleanPodPolicy has acted: the Worker replica status is cleared.
     workers_cleaned: bool = False
-    # Gang scheduling with its PodGroup child declared; ``podgroup``: return the PodGroup.
+    # Gang scheduling with its PodGroup child declared; ``return_podgroup``: the response has the PodGroup.
     gang: GangScheduler | None = None
-    podgroup: bool = False
+    return_podgroup: bool = False
     # WaitForWorkersReady and no launcher yet: the PodGroup must not count it (upstream #608).
     launcher_pending: bool = False
+    conditions: tuple[i.ConditionIntent, ...] = ()
 
     @property
-    def finishing(self) -> bool:
-        """The job finishes in this sync: its launcher is done, or a worker was evicted."""
-        if self.finished_before:
-            return False
-        return (self.launcher is not None and self.launcher.done) or self.worker_counts.evicted > 0
+    def finished(self) -> bool:
+        """Finished before this sync or by it: the status this sync writes says Succeeded or Failed."""
+        return self.finished_before or self.finishing
 
 
-def make_plan(job: Job, observed: Observed, gang: GangScheduler | None = None) -> Plan:
-    """``gang``: the configured gang scheduler, when the CompositeController declares its PodGroup child."""
-    launcher = _launcher_state(observed)
+@dataclass(frozen=True, slots=True)
+class Inputs:
+    """What a plan is made from besides the job and what exists."""
+
+    # The configured gang scheduler (``MPI_OPERATOR_GANG_SCHEDULING``), declared as a child or not.
+    gang: GangScheduler | None
+    # ``mpijob lint``'s findings on this job as one message, or None.
+    warning: str | None
+    now: datetime
+
+
+def finished(status: JobStatus) -> bool:
+    """The stored status says Succeeded or Failed: the one place "is the job finished?" is answered."""
+    terminal = (ConditionType.SUCCEEDED, ConditionType.FAILED)
+    return any(c.type in terminal and c.status == "True" for c in status.conditions)
+
+
+def timestamp(now: datetime) -> str:
+    """RFC 3339 with second precision, as ``metav1.Time`` serialises."""
+    return now.astimezone(UTC).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
+    """``job.status`` is the stored status without the lint Warning."""
+    launcher = launcher_state(observed.launcher, observed.launcher_pods)
+    gang = inputs.gang
+    declared = gang if gang is not None and gang.api_version in observed.podgroups_declared else None
     if finished(job.status):
         plan = _finished_plan(job, observed, launcher)
     else:
-        plan = _active_plan(job, observed, launcher)
-    if gang is None:
-        return plan
-    return replace(
-        plan,
-        gang=gang,
-        podgroup=_podgroup_wanted(plan, gang.api_version in observed.podgroups),
-        launcher_pending=not plan.finished_before and not plan.create_or_keep_launcher,
-    )
+        plan = _active_plan(job, observed, launcher, inputs.now)
+    if declared is not None:
+        plan = replace(
+            plan,
+            gang=declared,
+            return_podgroup=_podgroup_wanted(plan, declared.api_version in observed.podgroups),
+            launcher_pending=not plan.finished_before and not plan.keep_launcher,
+        )
+    undeclared = gang if declared is None else None
+    advice = notices(plan.finished_before, undeclared, inputs.warning)
+    return replace(plan, conditions=(*plan.conditions, *advice))
 
 
 def _podgroup_wanted(plan: Plan, exists: bool) -> bool:
@@ -119,12 +113,6 @@ def _podgroup_wanted(plan: Plan, exists: bool) -> bool:
     if plan.launcher is not None and plan.launcher.done:
         return exists  # upstream neither creates nor deletes it once the launcher is done
     return True
-
-
-def finished(status: JobStatus) -> bool:
-    """The stored status says Succeeded or Failed: the one place "is the job finished?" is answered."""
-    terminal = (ConditionType.SUCCEEDED, ConditionType.FAILED)
-    return any(c.type in terminal and c.status == "True" for c in status.conditions)
 
 
 def _finished_plan(job: Job, observed: Observed, launcher: LauncherState | None) -> Plan:
@@ -139,20 +127,24 @@ def _finished_plan(job: Job, observed: Observed, launcher: LauncherState | None)
         kept = [i for i in kept if observed.workers[i].phase not in ("Running", "Pending")]
     return Plan(
         finished_before=True,
+        finishing=False,
         suspended=bool(job.run_policy.suspend),
         launcher=launcher,
         counted_workers=0,
         worker_counts=WorkerCounts(),
-        workers=tuple(kept),
-        running_workers=_running(job, observed, kept),
+        worker_indices=tuple(kept),
+        running_worker_names=_running(job, observed, kept),
         # A done launcher stays for its logs until its TTL removes it. One still running for a job that
         # already failed (evicted workers) is deleted: it can only hang on the missing ranks.
-        create_or_keep_launcher=launcher is not None and launcher.done,
+        keep_launcher=launcher is not None and launcher.done,
         workers_cleaned=cleaning,
+        conditions=(i.RemoveCondition(ConditionType.INVALID),),
+        start_time=job.status.start_time,
+        completion_time=job.status.completion_time,
     )
 
 
-def _active_plan(job: Job, observed: Observed, launcher: LauncherState | None) -> Plan:
+def _active_plan(job: Job, observed: Observed, launcher: LauncherState | None, now: datetime) -> Plan:
     suspended = bool(job.run_policy.suspend)
     launcher_done = launcher is not None and launcher.done
     counted = 0 if suspended or launcher_done else job.worker_replicas
@@ -164,17 +156,21 @@ def _active_plan(job: Job, observed: Observed, launcher: LauncherState | None) -
     else:
         workers = tuple(range(counted))
     may_create = not finishing and _may_create_launcher(job, observed, counted)
-    return Plan(
+    plan = Plan(
         finished_before=False,
+        finishing=finishing,
         suspended=suspended,
         launcher=launcher,
         counted_workers=counted,
         worker_counts=counts,
-        workers=workers,
-        running_workers=_running(job, observed, workers),
+        worker_indices=workers,
+        running_worker_names=_running(job, observed, workers),
         # A suspended job has no launcher: on resume a new one is built from the current template.
-        create_or_keep_launcher=not suspended and (observed.launcher is not None or may_create),
+        keep_launcher=not suspended and (observed.launcher is not None or may_create),
+        start_time=job.status.start_time,
+        completion_time=job.status.completion_time,
     )
+    return _Stage(job, plan, timestamp(now)).decide()
 
 
 def _count_workers(observed: Observed, counted: int) -> WorkerCounts:
@@ -208,38 +204,138 @@ def _running(job: Job, observed: Observed, workers: tuple[int, ...] | list[int])
     )
 
 
-def _launcher_state(observed: Observed) -> LauncherState | None:
-    launcher = observed.launcher
-    if launcher is None:
-        return None
-    if launcher.condition("Complete") is not None:
-        completion = launcher.status.completionTime if launcher.status else None
-        return LauncherState(LauncherOutcome.SUCCEEDED, 0, launcher.failed_pods, completion_time=completion)
-    if (failed := launcher.condition("Failed")) is not None:
-        return LauncherState(
-            LauncherOutcome.FAILED,
-            0,
-            launcher.failed_pods,
-            failure_reason=failed.reason,
-            failure_message=failed.message,
-            newest_failed_pod=_newest_failed(observed.launcher_pods or []),
+# --- conditions and times ---------------------------------------------------------------------------
+
+
+class _Stage:
+    """Upstream ``updateMPIJobStatus`` for a job not finished before this sync: which conditions change,
+    in upstream's order, and the start and completion times."""
+
+    def __init__(self, job: Job, plan: Plan, stamp: str) -> None:
+        self.plan, self.stamp = plan, stamp
+        self.stored = {c.type: c for c in job.status.conditions}
+        self.who = f"MPIJob {job.namespace}/{job.name}"
+        self.intents: list[i.ConditionIntent] = [i.RemoveCondition(ConditionType.INVALID)]
+        self.start_time, self.completion_time = plan.start_time, plan.completion_time
+
+    def set(self, kind: ConditionType, status: str, reason: str, message: str, **how: Any) -> None:
+        """``how``: the rest of ``intents.SetCondition`` (write, event, milestone, stamp)."""
+        self.intents.append(i.SetCondition(kind, status, reason, message, **how))
+
+    def decide(self) -> Plan:
+        plan = self.plan
+        if not set(self.stored) - {ConditionType.INVALID}:
+            message = f"{self.who} is created."
+            self.set(
+                ConditionType.CREATED,
+                "True",
+                i.REASON_CREATED,
+                message,
+                event="Normal",
+                milestone=i.Milestone.CREATED,
+            )
+        resumed = self._suspension()
+        if resumed or (self.start_time is None and not plan.suspended):
+            self.start_time = self.stamp
+        if plan.launcher is not None:
+            self._launcher_outcome(plan.launcher)
+        if plan.worker_counts.evicted:
+            # Upstream leaves evicted jobs half-alive; we finish them so the launcher stops (README).
+            message = f"{plan.worker_counts.evicted}/{plan.counted_workers} workers are evicted"
+            self.set(ConditionType.FAILED, "True", i.REASON_EVICTED, message, event="Warning")
+            self.completion_time = self.completion_time or self.stamp
+        self._running()
+        return replace(
+            plan,
+            conditions=tuple(self.intents),
+            start_time=self.start_time,
+            completion_time=self.completion_time,
         )
-    running = _running_launcher_pods(launcher, observed.launcher_pods)
-    return LauncherState(LauncherOutcome.RUNNING, running, launcher.failed_pods)
+
+    def _suspension(self) -> bool:
+        """Suspended=True while suspended; Suspended=False once resumed. Returns whether it resumes now."""
+        if self.plan.suspended:
+            self.set(ConditionType.SUSPENDED, "True", i.REASON_SUSPENDED, "MPIJob suspended", event="Normal")
+            return False
+        stored = self.stored.get(ConditionType.SUSPENDED)
+        if stored is None:
+            return False
+        self.set(ConditionType.SUSPENDED, "False", i.REASON_RESUMED, "MPIJob resumed", event="Normal")
+        return (stored.status, stored.reason or "") != ("False", i.REASON_RESUMED)
+
+    def _launcher_outcome(self, launcher: LauncherState) -> None:
+        if launcher.outcome == LauncherOutcome.SUCCEEDED:
+            self.completion_time = self.completion_time or launcher.completion_time or self.stamp
+            message = f"{self.who} successfully completed."
+            self.set(
+                ConditionType.SUCCEEDED,
+                "True",
+                i.REASON_SUCCEEDED,
+                message,
+                event="Normal",
+                milestone=i.Milestone.SUCCEEDED,
+            )
+        elif launcher.outcome == LauncherOutcome.FAILED:
+            self.completion_time = self.completion_time or self.stamp
+            reason, message = launcher_failure(self.who, launcher)
+            self.set(
+                ConditionType.FAILED, "True", reason, message, event="Warning", milestone=i.Milestone.FAILED
+            )
+
+    def _running(self) -> None:
+        plan = self.plan
+        if plan.suspended:
+            self.set(ConditionType.RUNNING, "False", i.REASON_SUSPENDED, f"{self.who} is suspended.")
+        elif plan.finishing:
+            # Upstream's synthetic condition for a job that finished before it was seen running.
+            message = f"{self.who} is finished but Running condition was never set."
+            stamp = self.completion_time or self.stamp
+            self.set(
+                ConditionType.RUNNING,
+                "False",
+                i.REASON_RUNNING,
+                message,
+                write=i.Write.IF_ABSENT,
+                stamp=stamp,
+            )
+        elif (
+            plan.launcher is not None
+            and plan.launcher.running_pods >= 1
+            and plan.worker_counts.active == plan.counted_workers
+        ):
+            self.set(ConditionType.RUNNING, "True", i.REASON_RUNNING, f"{self.who} is running.")
 
 
-def _running_launcher_pods(launcher: ObservedJob, pods: list[ObservedPod] | None) -> int:
-    """Running launcher Pods; without the customize hook, the Job's ``ready`` count stands in."""
-    if pods is not None:
-        return sum(1 for pod in pods if pod.phase == "Running")
-    return (launcher.status.ready if launcher.status else None) or 0
+def launcher_failure(who: str, launcher: LauncherState) -> tuple[str, str]:
+    """Upstream ``updateMPIJobFailedStatus``: the Job's reason, plus the newest failed Pod's on backoff."""
+    reason = launcher.failure_reason or i.REASON_FAILED
+    message = launcher.failure_message or f"{who} has failed"
+    pod = launcher.newest_failed_pod
+    if reason == i.REASON_BACKOFF_LIMIT_EXCEEDED and pod is not None:
+        reason += "/" + pod.reason
+        message += ": " + pod.message
+    return reason, i.truncate(message)
 
 
-def _newest_failed(pods: list[ObservedPod]) -> FailedPod | None:
-    failed = [pod for pod in pods if pod.phase == "Failed"]
-    if not failed:
-        return None
-    newest = max(failed, key=lambda pod: pod.metadata.creationTimestamp or "")
-    if newest.status is None:
-        return None
-    return FailedPod(newest.status.reason or "", newest.status.message or "")
+def notices(
+    finished_before: bool, undeclared: GangScheduler | None, warning: str | None
+) -> tuple[i.ConditionIntent, ...]:
+    """GangSchedulingUnavailable, then the lint Warning: advisory conditions, kept first (``NOTICES``)."""
+    gang: tuple[i.ConditionIntent, ...] = (i.RemoveCondition(ConditionType.GANG_SCHEDULING_UNAVAILABLE),)
+    if undeclared is not None:
+        # A finished job gets no new notice (and loses an old one once the overlay is applied).
+        gang = () if finished_before else (_gang_unavailable(undeclared),)
+    if warning is None:
+        return (*gang, i.RemoveCondition(ConditionType.WARNING))
+    lint = i.SetCondition(ConditionType.WARNING, "True", i.REASON_LINT, warning, i.Write.NOTICE, "Warning")
+    return (*gang, lint)
+
+
+def _gang_unavailable(scheduler: GangScheduler) -> i.SetCondition:
+    message = (
+        f"MPI_OPERATOR_GANG_SCHEDULING is {scheduler.scheduler_name!r} but the CompositeController does not"
+        f" declare the PodGroup child ({scheduler.api_version} {PODGROUPS}); apply {scheduler.overlay}/."
+        " The job runs without gang scheduling."
+    )
+    kind = ConditionType.GANG_SCHEDULING_UNAVAILABLE
+    return i.SetCondition(kind, "True", i.REASON_PODGROUP_NOT_DECLARED, message, i.Write.NOTICE, "Warning")

@@ -7,11 +7,12 @@ Read top-down, in the order a sync happens:
    ``Invalid`` condition listing every error: never a deleted running job because of a bad edit.
 3. Classify the observed children, then decide everything once (``plan``).
 4. Render the status and the children from the plan.
-No clock, randomness or I/O here: ``now``, key material and the cluster domain are passed in.
+No clock, randomness, caches or I/O here: ``now``, key material and the settings are passed in.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, replace
 from datetime import datetime
 from enum import StrEnum
@@ -23,18 +24,18 @@ from pydantic import BaseModel, ValidationError
 from app.api.defaults import Job, with_defaults
 from app.api.types import KUBEFLOW_JOB_CONTROLLER, JobStatus, MPIJob, ObjectMeta
 from app.api.validation import FieldError, aggregate, validate
-from app.children.podgroup import RESOURCE as PODGROUPS
-from app.children.podgroup import gang_scheduler
-from app.core.desired import PodTemplates, desired_children
+from app.children.templates import PodTemplates, pod_templates
+from app.core.config import SyncConfig
+from app.core.desired import desired_children
 from app.core.freeze import frozen_children
-from app.core.memo import ParentMemo
+from app.core.intents import Event
 from app.core.observed import classify
-from app.core.plan import make_plan
-from app.core.status import Event, invalid_status, next_status
-from app.core.warnings import lint_message, place_warning, without_warning
+from app.core.plan import Inputs, finished, make_plan
+from app.core.status import invalid_status, next_status
+from app.core.warnings import lint_message, without_warning
 from app.kube import depth, names
 from app.kube.keys import KeySource
-from app.kube.request import RequestError, SyncRequest
+from app.kube.request import PrunedRequest, Request, RequestError, SyncRequest
 
 
 class Outcome(StrEnum):
@@ -51,16 +52,13 @@ class SyncResult:
     outcome: Outcome
     namespace: str
     name: str
+    # The launcher Job's name when this response keeps one, and whether the status says the job finished
+    # (for ``mpi_operator_job_info``).
+    launcher: str | None = None
+    finished: bool = False
     events: tuple[Event, ...] = ()
     # Ask Metacontroller for another sync after this many seconds (0: only when something changes).
     resync_after_seconds: float = 0
-
-    @property
-    def launcher(self) -> str | None:
-        """The launcher Job's name when this response keeps one (for ``mpi_operator_job_info``)."""
-        launcher = names.launcher_name(self.name)
-        wanted = any(c["kind"] == "Job" and c["metadata"]["name"] == launcher for c in self.children)
-        return launcher if wanted else None
 
     def response(self) -> dict[str, Any]:
         return {
@@ -90,7 +88,7 @@ class _Head(BaseModel):
 @dataclass(frozen=True)
 class Valid:
     """A job to reconcile: defaulted, with its stored status minus the lint Warning (``job.status``),
-    and its pod templates as far as a sync has built them."""
+    the lint Warning's message, and its pod templates."""
 
     job: Job
     stored: JobStatus
@@ -110,130 +108,129 @@ class LeftAlone:
     """Managed by another controller, or being deleted."""
 
     meta: ObjectMeta
+    stored: JobStatus
 
 
-# What the parent alone decides, before any child is looked at. Shared between syncs of the same parent
-# bytes (``ParentMemo``), so a verdict is never mutated (only its templates fill in, as a cache).
+# What the parent alone decides, before any child is looked at. Immutable, so the shell may remember it
+# by the parent's bytes and share it between syncs (``app.memo``).
 Verdict = Valid | Invalid | LeftAlone
+Judge = Callable[[bytes, SyncConfig], Verdict]
 
 
-def judge(parent: bytes, *, cluster_domain: str, annotation_budget: bool) -> Verdict:
+def judge(parent: bytes, config: SyncConfig) -> Verdict:
     """Parse, default, validate and lint the parent; raises ``ValidationError`` if it does not parse."""
     parsed = MPIJob.model_validate_json(parent)
     meta = parsed.metadata
     managed_by = parsed.spec.run_policy.managed_by
     if (managed_by is not None and managed_by != KUBEFLOW_JOB_CONTROLLER) or meta.deletion_timestamp:
-        return LeftAlone(meta)
+        return LeftAlone(meta, parsed.status)
     job = with_defaults(parsed)
-    errors = validate(job, cluster_domain=cluster_domain, annotation_budget=annotation_budget)
+    errors = validate(job, cluster_domain=config.cluster_domain, annotation_budget=config.annotation_budget)
     if errors:
         return Invalid(meta, parsed.status, tuple(errors))
     warning = lint_message(parsed, orjson.loads(parent))
     job = replace(job, status=without_warning(parsed.status))
-    return Valid(job, parsed.status, warning, PodTemplates(job))
+    return Valid(job, parsed.status, warning, pod_templates(job, config.cluster_domain, config.gang))
 
 
 def sync(
-    request: SyncRequest,
-    *,
-    now: datetime,
-    keys: KeySource,
-    cluster_domain: str,
-    gang_scheduling: str = "",
-    annotation_budget: bool = True,
-    memo: ParentMemo[Verdict] | None = None,
+    request: Request, *, now: datetime, keys: KeySource, config: SyncConfig, judge: Judge = judge
 ) -> SyncResult:
-    """``gang_scheduling``: as upstream's ``--gang-scheduling`` (empty, ``volcano`` or a scheduler name).
-    ``annotation_budget``: Metacontroller applies with dynamic-apply, so each child must fit its
-    256 KiB last-applied annotation (``app.api.limits``); False under server-side apply.
-    ``memo``: remembers each parent's verdict between syncs (the answer is the same without it)."""
-    if request.too_deep is not None:
-        return _too_deep(request, request.too_deep, now)
+    """``judge``: the parent's verdict; the shell passes one that remembers it (the answer is the same)."""
+    if isinstance(request, PrunedRequest):
+        return _too_deep(request.request, bytes(request.request.parent), request.where, now)
     parent = bytes(request.parent)
-
-    def verdict_now() -> Verdict:
-        return judge(parent, cluster_domain=cluster_domain, annotation_budget=annotation_budget)
-
     try:
-        if memo is None:
-            verdict = verdict_now()
-        else:
-            verdict = memo.get_or_compute((cluster_domain, annotation_budget), parent, verdict_now)
+        verdict = judge(parent, config)
     except ValidationError as err:
-        return _unparsable(request, err, now)
+        return _unparsable(request, parent, err, now)
     if isinstance(verdict, LeftAlone):
-        return _left_alone(request, verdict.meta)
+        return _left_alone(request, parent, verdict)
     if isinstance(verdict, Invalid):
         return _invalid(request, verdict.meta, verdict.stored, list(verdict.errors), now)
-    return _reconcile(
-        verdict, request, now=now, keys=keys, cluster_domain=cluster_domain, gang=gang_scheduling
-    )
+    return _reconcile(verdict, request, now=now, keys=keys, config=config)
 
 
 def _reconcile(
-    verdict: Valid, request: SyncRequest, *, now: datetime, keys: KeySource, cluster_domain: str, gang: str
+    verdict: Valid, request: SyncRequest, *, now: datetime, keys: KeySource, config: SyncConfig
 ) -> SyncResult:
-    """The job's life from the plan; the lint ``Warning`` condition is added last and changes nothing."""
+    """The job's life from the plan: its status, children and what the shell records."""
     job = verdict.job
     observed = classify(job.name, request)
-    scheduler = gang_scheduler(gang)
-    # A PodGroup kind the CompositeController does not declare must never be emitted (its CRD may be
-    # missing): without it the job runs ungrouped and its status says which overlay to apply.
-    declared = scheduler is not None and request.controller.declares_child(scheduler.api_version, PODGROUPS)
-    plan = make_plan(job, observed, scheduler if declared else None)
-    status, events = next_status(job, plan, now, None if declared else scheduler)
-    events += place_warning(status, verdict.stored, verdict.warning, now)
-    priorities = request.related.priority_values
-    children = desired_children(
-        job, plan, observed.secret, keys, cluster_domain, priorities, verdict.templates
+    plan = make_plan(job, observed, Inputs(config.gang, verdict.warning, now))
+    status, events = next_status(job, plan, verdict.stored, now)
+    children = desired_children(job, plan, observed, verdict.templates, keys, config.cluster_domain)
+    return SyncResult(
+        status,
+        children,
+        Outcome.SYNCED,
+        job.namespace,
+        job.name,
+        launcher=names.launcher_name(job.name) if plan.keep_launcher else None,
+        finished=plan.finished,
+        events=events,
+        resync_after_seconds=RESYNC_AFTER_FINISHING_SECONDS if plan.finishing else 0,
     )
-    resync = RESYNC_AFTER_FINISHING_SECONDS if plan.finishing else 0
-    return SyncResult(status, children, Outcome.SYNCED, job.namespace, job.name, events, resync)
 
 
-def _left_alone(request: SyncRequest, meta: ObjectMeta) -> SyncResult:
+def _kept(request: SyncRequest, meta: ObjectMeta, stored: JobStatus) -> dict[str, Any]:
+    """Every child as it is, and what the shell records of a job whose children are kept."""
+    launcher = names.launcher_name(meta.name)
+    exists = any(j.metadata.name == launcher for j in (request.children.jobs or {}).values())
+    return {
+        "children": frozen_children(request),
+        "namespace": meta.namespace,
+        "name": meta.name,
+        "launcher": launcher if exists else None,
+        "finished": finished(stored),
+    }
+
+
+def _left_alone(request: SyncRequest, parent: bytes, verdict: LeftAlone) -> SyncResult:
     """Managed elsewhere or being deleted: every child and the status exactly as they are."""
-    parent = orjson.loads(bytes(request.parent))
-    status = parent.get("status") or {}
-    return SyncResult(status, frozen_children(request), Outcome.LEFT_ALONE, meta.namespace, meta.name)
+    status = orjson.loads(parent).get("status") or {}
+    return SyncResult(
+        status=status, outcome=Outcome.LEFT_ALONE, **_kept(request, verdict.meta, verdict.stored)
+    )
 
 
 def _invalid(
     request: SyncRequest, meta: ObjectMeta, previous: JobStatus, errors: list[FieldError], now: datetime
 ) -> SyncResult:
     status, events = invalid_status(previous, meta.generation, aggregate(errors), now)
-    return SyncResult(status, frozen_children(request), Outcome.INVALID, meta.namespace, meta.name, events)
+    return SyncResult(status=status, outcome=Outcome.INVALID, events=events, **_kept(request, meta, previous))
 
 
-def _unparsable(request: SyncRequest, err: ValidationError, now: datetime) -> SyncResult:
+def _unparsable(request: SyncRequest, parent: bytes, err: ValidationError, now: datetime) -> SyncResult:
     """A spec of the wrong shape is an invalid job too: its errors in upstream's path notation."""
     if _recursion(err):
-        _, where = depth.prune(bytes(request.parent), MAX_PARENT_DEPTH)
-        return _too_deep(request, f"parent.{where or ''}", now)
-    try:
-        head = _Head.model_validate_json(bytes(request.parent))
-    except ValidationError:
-        raise RequestError("parent MPIJob has malformed metadata or status") from None
+        _, where = depth.prune(parent, MAX_PARENT_DEPTH)
+        return _too_deep(request, parent, f"parent.{where or ''}", now)
+    head = _head(parent)
     errors = [
         FieldError(_field_path(e["loc"]), "Invalid", e["msg"], _short(e.get("input"))) for e in err.errors()
     ]
     return _invalid(request, head.metadata, head.status, errors, now)
 
 
+def _head(parent: bytes) -> _Head:
+    try:
+        return _Head.model_validate_json(parent)
+    except ValidationError:
+        raise RequestError("parent MPIJob has malformed metadata or status") from None
+
+
 def _recursion(err: ValidationError) -> bool:
     return any(e["type"] == "json_invalid" and "recursion limit" in e["msg"] for e in err.errors())
 
 
-def _too_deep(request: SyncRequest, where: str, now: datetime) -> SyncResult:
+def _too_deep(request: SyncRequest, parent: bytes, where: str, now: datetime) -> SyncResult:
     """Nesting beyond the parsers: an Invalid job when it is in the MPIJob (unknown fields under a
     template's metadata are kept by the CRD at any depth the apiserver takes), else a bad request."""
     if not where.startswith("parent."):
         raise RequestError("request body nests too deeply")
-    pruned, _ = depth.prune(bytes(request.parent), MAX_PARENT_DEPTH)
-    try:
-        head = _Head.model_validate_json(pruned)
-    except ValidationError:
-        raise RequestError("parent MPIJob has malformed metadata or status") from None
+    pruned, _ = depth.prune(parent, MAX_PARENT_DEPTH)
+    head = _head(pruned)
     detail = f"must not nest deeper than {MAX_PARENT_DEPTH} levels"
     error = FieldError(where.removeprefix("parent.")[:128], "Forbidden", detail)
     return _invalid(request, head.metadata, head.status, [error], now)

@@ -8,6 +8,8 @@ map key, so hook versions v1 (``name``) and v2 (``namespace/name``) both work.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import msgspec
 
 from app.api.types import API_VERSION, KIND
@@ -50,7 +52,7 @@ def _decode_map(raw: msgspec.Raw) -> dict[str, str]:
         return {}
 
 
-class Condition(msgspec.Struct, frozen=True, gc=False):
+class ObservedCondition(msgspec.Struct, frozen=True, gc=False):
     type: str = ""
     status: str = ""
     reason: str | None = None
@@ -87,28 +89,23 @@ class JobSpec(msgspec.Struct, frozen=True, gc=False):
     suspend: bool | None = None
 
 
-class JobStatus(msgspec.Struct, frozen=True, gc=False):
+class ObservedJobStatus(msgspec.Struct, frozen=True, gc=False):
     active: int | None = None
     ready: int | None = None
     succeeded: int | None = None
     failed: int | None = None
-    conditions: list[Condition] | None = None
+    conditions: list[ObservedCondition] | None = None
     completionTime: str | None = None
 
 
 class ObservedJob(msgspec.Struct, frozen=True, gc=False):
     metadata: Meta = Meta()
     spec: JobSpec | None = None
-    status: JobStatus | None = None
+    status: ObservedJobStatus | None = None
 
-    def condition(self, kind: str) -> Condition | None:
+    def condition(self, kind: str) -> ObservedCondition | None:
         conditions = (self.status.conditions if self.status else None) or []
         return next((c for c in conditions if c.type == kind and c.status == "True"), None)
-
-    @property
-    def done(self) -> bool:
-        """The Job controller says ``Complete`` or ``Failed``: no more launcher Pods will run."""
-        return self.condition("Complete") is not None or self.condition("Failed") is not None
 
     @property
     def failed_pods(self) -> int:
@@ -156,13 +153,13 @@ class Related(msgspec.Struct, frozen=True, gc=False):
         return {pc.metadata.name: pc.value for pc in (self.priority_classes or {}).values()}
 
 
-class Hook(msgspec.Struct, frozen=True, gc=False):
+class HookRef(msgspec.Struct, frozen=True, gc=False):
     version: str | None = None
 
 
 class Hooks(msgspec.Struct, frozen=True, gc=False):
-    sync: Hook | None = None
-    customize: Hook | None = None
+    sync: HookRef | None = None
+    customize: HookRef | None = None
 
 
 class ChildResource(msgspec.Struct, frozen=True, gc=False):
@@ -200,22 +197,32 @@ class SyncRequest(msgspec.Struct, frozen=True, gc=False):
     related: Related = Related()
     # Not acted on (no finalize hook is declared), but a request where it is not a bool is malformed.
     finalizing: bool = False
-    # Set by ``decode_request`` when it had to cut nesting too deep to decode: where the first cut was.
-    # Metacontroller never sends this key; a caller that does can only make its own answer Invalid.
-    too_deep: str | None = msgspec.field(default=None, name="mpi-operator-hook/too-deep")
+
+
+@dataclass(frozen=True, slots=True)
+class PrunedRequest:
+    """A request that nested deeper than the decoder goes: decoded after ``depth.prune`` cut it at
+    ``where`` (a JSON path such as ``parent.spec...``), so the sync can say which MPIJob is unusable."""
+
+    request: SyncRequest
+    where: str
+
+
+Request = SyncRequest | PrunedRequest
 
 
 _decoder = msgspec.json.Decoder(SyncRequest)
 _head_decoder = msgspec.json.Decoder(_ParentHead)
 
 
-def decode_request(body: bytes) -> SyncRequest:
+def decode_request(body: bytes) -> Request:
     """Decode and sanity-check a request body; raise ``RequestError`` with a message safe to return."""
     if not body:
         raise RequestError("empty request body; expected a Metacontroller hook request")
     try:
         request = _decode(body)
-        head = _head_decoder.decode(request.parent)
+        parent = request.request.parent if isinstance(request, PrunedRequest) else request.parent
+        head = _head_decoder.decode(parent)
     except msgspec.ValidationError as err:
         raise RequestError(f"not a Metacontroller hook request: {_where(err)}") from None
     except msgspec.DecodeError:
@@ -231,13 +238,13 @@ def decode_request(body: bytes) -> SyncRequest:
 DECODE_DEPTH = 128
 
 
-def _decode(body: bytes) -> SyncRequest:
+def _decode(body: bytes) -> Request:
     """Decode; a body nested deeper than the decoder goes is cut to ``DECODE_DEPTH`` and marked."""
     try:
         return _decoder.decode(body)
     except RecursionError:
         pruned, where = depth.prune(bytes(body), DECODE_DEPTH)  # the shell may pass a memoryview
-    return msgspec.structs.replace(_decoder.decode(pruned), too_deep=where or "")
+    return PrunedRequest(_decoder.decode(pruned), where or "")
 
 
 def _where(err: msgspec.ValidationError) -> str:

@@ -3,9 +3,10 @@
 Metacontroller syncs a job again whenever one of its children changes and on every resync, with the
 parent unchanged (byte for byte) between its own status writes. Parsing, defaulting, validating and
 linting that parent is most of a small job's sync, so a ``ParentMemo`` keeps the verdict of the last few
-hundred parents. It is a cache of a pure function, not state: a hook replica without it (or with other
-entries) answers exactly the same. Verdicts are shared between syncs and must never be mutated; the
-tests run every golden case through one memo twice and compare with a sync without it.
+hundred parents. It wraps the core's pure ``judge`` (``remember``) and is a cache of that function, not
+state: a hook replica without it (or with other entries) answers exactly the same. Verdicts are immutable
+and shared between syncs; the tests run every golden case through one memo twice and compare with a sync
+without it.
 """
 
 from __future__ import annotations
@@ -14,6 +15,9 @@ import threading
 from collections import OrderedDict
 from collections.abc import Callable, Hashable
 from typing import Generic, TypeVar
+
+from app.core.config import SyncConfig
+from app.core.sync import Judge, Verdict, judge
 
 V = TypeVar("V")
 
@@ -67,3 +71,12 @@ class ParentMemo(Generic[V]):
                 (_, forgotten), _ = self._entries.popitem(last=False)
                 self._total_bytes -= len(forgotten)
         return verdict
+
+
+def remember(memo: ParentMemo[Verdict], pure: Judge = judge) -> Judge:
+    """``pure`` (``core.sync.judge``), remembered in ``memo`` by settings and parent bytes."""
+
+    def remembered(parent: bytes, config: SyncConfig) -> Verdict:
+        return memo.get_or_compute(config, parent, lambda: pure(parent, config))
+
+    return remembered

@@ -1,0 +1,92 @@
+"""What a sync wants done to the MPIJob's conditions, and the Events that announce it.
+
+The plan decides every condition change as an intent (which type, to what, why, with which Event); the
+status module is the one place that writes them (``status.apply``). Reasons are upstream's where upstream
+has one.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.api.types import ConditionType
+
+REASON_CREATED = "MPIJobCreated"
+REASON_RUNNING = "MPIJobRunning"
+REASON_SUSPENDED = "MPIJobSuspended"
+REASON_RESUMED = "MPIJobResumed"
+REASON_SUCCEEDED = "MPIJobSucceeded"
+REASON_FAILED = "MPIJobFailed"
+REASON_EVICTED = "MPIJobEvicted"
+REASON_INVALID = "ValidationError"
+REASON_BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
+REASON_PODGROUP_NOT_DECLARED = "PodGroupChildNotDeclared"
+REASON_LINT = "LintWarnings"
+
+MESSAGE_LIMIT = 1024
+
+
+def truncate(message: str) -> str:
+    """Upstream ``truncateMessage``: longer than 1,024 bytes → first 1,021 and ``...``."""
+    raw = message.encode()
+    if len(raw) <= MESSAGE_LIMIT:
+        return message
+    return raw[: MESSAGE_LIMIT - 3].decode(errors="ignore") + "..."
+
+
+class Milestone(StrEnum):
+    """The transitions upstream counts in its ``mpi_operator_jobs_*_total`` metrics."""
+
+    CREATED = "created"
+    SUCCEEDED = "succeeded"
+    FAILED = "failed"
+
+
+@dataclass(frozen=True)
+class Event:
+    """What upstream would have recorded as a Kubernetes Event; the shell logs it and counts metrics."""
+
+    type: str
+    reason: str
+    message: str
+    milestone: Milestone | None = None
+
+
+class Write(StrEnum):
+    """How a condition is written; each rule is applied in ``status.apply`` only."""
+
+    # Upstream ``setCondition``: the same status and reason change nothing (no timestamp moves); otherwise
+    # the condition is re-appended, keeping ``lastTransitionTime`` when only the reason changed.
+    STAGE = "stage"
+    # The message is what the user acts on: a new message replaces the old one, while the transition time
+    # stays that of the first (Invalid, the lint Warning, GangSchedulingUnavailable).
+    NOTICE = "notice"
+    # Only when no condition of the type exists (upstream's synthetic Running of a job seen finished).
+    IF_ABSENT = "if-absent"
+
+
+@dataclass(frozen=True, slots=True)
+class SetCondition:
+    type: ConditionType
+    status: str
+    reason: str
+    message: str
+    write: Write = Write.STAGE
+    # The Event type (``Normal``/``Warning``) that announces a change, if upstream announces one.
+    event: str | None = None
+    milestone: Milestone | None = None
+    # IF_ABSENT: the condition's timestamps (else the sync's ``now``).
+    stamp: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class RemoveCondition:
+    type: ConditionType
+
+
+ConditionIntent = SetCondition | RemoveCondition
+
+# Conditions that advise and never describe the job's stage. They come first, in this order, because
+# ``kubectl get mpijob`` shows the type of the *last* condition as STATE, which must stay the stage.
+NOTICES = (ConditionType.WARNING, ConditionType.GANG_SCHEDULING_UNAVAILABLE)
