@@ -34,6 +34,11 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python tools/gen_crd.py` puts tools/ on sys.path, not the repo root
     sys.path.insert(0, str(ROOT))
 
+from app.api import names  # noqa: E402  (needs the sys.path entry above)
+from app.api.defaults import (  # noqa: E402  (needs the sys.path entry above)
+    DEFAULT_SLOTS_PER_WORKER,
+    DEFAULT_SSH_AUTH_MOUNT_PATH,
+)
 from app.api.limits import MAX_WORKERS  # noqa: E402  (needs the sys.path entry above)
 from app.api.types import (  # noqa: E402  (needs the sys.path entry above)
     API_VERSION,
@@ -67,10 +72,6 @@ QUANTITY_PATTERN = (
     r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
 
-# A worker's pod name and hostname is `<job>-worker-<index>`; it must be a DNS-1035 label.
-DNS1035_NAME_PATTERN = "^[a-z]([-a-z0-9]*[a-z0-9])?$"
-DNS1035_MAX_LENGTH = 63
-WORKER_INFIX = "-worker-"
 # The apiserver's own limit for object names (DNS-1123 subdomain). Repeated in the schema only so that the CEL
 # cost estimate of the name rules is bounded; it rejects nothing the apiserver would accept.
 OBJECT_NAME_MAX_LENGTH = 253
@@ -497,13 +498,15 @@ def spec_schema() -> dict[str, Any]:
             ),
             "runPolicy": run_policy_schema(),
             "slotsPerWorker": _int32(
-                "Slots (MPI processes) per worker in the hostfile. Defaults to 1.", default=1, minimum=0
+                f"Slots (MPI processes) per worker in the hostfile. Defaults to {DEFAULT_SLOTS_PER_WORKER}.",
+                default=DEFAULT_SLOTS_PER_WORKER,
+                minimum=0,
             ),
             "sshAuthMountPath": _field(
                 "string",
                 "Directory where the SSH keys are mounted in the launcher and worker containers."
-                " Defaults to /root/.ssh.",
-                default="/root/.ssh",
+                f" Defaults to {DEFAULT_SSH_AUTH_MOUNT_PATH}.",
+                default=DEFAULT_SSH_AUTH_MOUNT_PATH,
                 minLength=1,
             ),
         },
@@ -580,23 +583,18 @@ def _worker_index_expression() -> str:
 
 
 def root_rules() -> list[dict[str, Any]]:
-    """Upstream's validateMPIJobName: `<name>-worker-<replicas-1>` must be a DNS-1035 label."""
-    budget = DNS1035_MAX_LENGTH - len(WORKER_INFIX)
+    """Upstream's validateMPIJobName: `<name>-worker-<replicas-1>` must be a DNS-1035 label (names.py)."""
     return [
         _rule(
-            f"!has(self.metadata.name) || self.metadata.name.matches('{DNS1035_NAME_PATTERN}')",
-            "must be a DNS-1035 label (lower case alphanumeric characters or '-', starting with a letter and"
-            " ending with an alphanumeric character): worker pods and their hostnames are named"
-            f" <name>{WORKER_INFIX}<index>",
+            f"!has(self.metadata.name) || self.metadata.name.matches('{names.DNS1035_LABEL_PATTERN}')",
+            names.NAME_NOT_DNS1035,
             field_path=".metadata.name",
             reason="FieldValueInvalid",
         ),
         _rule(
-            f"!has(self.metadata.name) || size(self.metadata.name) + {len(WORKER_INFIX)}"
-            f" + size(string({_worker_index_expression()})) <= {DNS1035_MAX_LENGTH}",
-            f"is too long: the hostname of the last worker, <name>{WORKER_INFIX}<replicas-1>, must be no more"
-            f" than {DNS1035_MAX_LENGTH} characters (names up to {budget - 1} characters allow up to 10"
-            f" workers, up to {budget - 3} characters up to 1000)",
+            f"!has(self.metadata.name) || size(self.metadata.name) + {len(names.WORKER_INFIX)}"
+            f" + size(string({_worker_index_expression()})) <= {names.DNS1035_LABEL_MAX}",
+            names.NAME_TOO_LONG,
             field_path=".metadata.name",
             reason="FieldValueInvalid",
         ),

@@ -24,6 +24,7 @@ from app.api.types import (
 )
 
 DEFAULT_SSH_AUTH_MOUNT_PATH = "/root/.ssh"
+DEFAULT_SLOTS_PER_WORKER = 1
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,7 +71,7 @@ def with_defaults(job: MPIJob) -> Job:
     return Job(
         metadata=job.metadata,
         status=job.status,
-        slots_per_worker=1 if spec.slots_per_worker is None else spec.slots_per_worker,
+        slots_per_worker=DEFAULT_SLOTS_PER_WORKER if spec.slots_per_worker is None else spec.slots_per_worker,
         run_launcher_as_worker=bool(spec.run_launcher_as_worker),
         # An empty string is defaulted like an absent field (upstream tests for "").
         ssh_auth_mount_path=spec.ssh_auth_mount_path or DEFAULT_SSH_AUTH_MOUNT_PATH,
