@@ -27,7 +27,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from app.children.podgroup import gang_scheduler
+from app.kube.gang import gang_scheduler
 from app.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]

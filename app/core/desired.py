@@ -13,11 +13,12 @@ from typing import Any
 from app.api.defaults import Job, Replica
 from app.children.configmap import build_configmap
 from app.children.launcher import build_launcher
-from app.children.podgroup import GangScheduler, Membership, gang_job, membership, pod_group
+from app.children.podgroup import Membership, gang_job, membership, pod_group
 from app.children.service import build_service
 from app.children.ssh_secret import build_ssh_secret
 from app.children.workers import WorkerFactory
 from app.core.plan import Plan
+from app.kube.gang import GangScheduler
 from app.kube.keys import KeySource
 from app.kube.request import ObservedSecret
 

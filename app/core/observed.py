@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from app.children.podgroup import SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION
 from app.kube import names
+from app.kube.gang import SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION
 from app.kube.request import ObservedJob, ObservedPod, ObservedSecret, SyncRequest
 
 

@@ -21,9 +21,9 @@ from enum import StrEnum
 
 from app.api.defaults import Job
 from app.api.types import CleanPodPolicy, ConditionType, JobStatus, LauncherCreationPolicy
-from app.children.podgroup import GangScheduler
 from app.core.observed import Observed
 from app.kube import names
+from app.kube.gang import GangScheduler
 from app.kube.request import ObservedJob, ObservedPod
 
 

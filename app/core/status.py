@@ -16,9 +16,9 @@ from typing import Any
 
 from app.api.defaults import Job
 from app.api.types import ConditionType, JobStatus, ReplicaType
-from app.children.podgroup import RESOURCE as PODGROUPS
-from app.children.podgroup import GangScheduler
 from app.core.plan import LauncherOutcome, LauncherState, Plan
+from app.kube.gang import RESOURCE as PODGROUPS
+from app.kube.gang import GangScheduler
 
 Condition = dict[str, str]
 

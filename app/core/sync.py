@@ -23,8 +23,6 @@ from pydantic import BaseModel, ValidationError
 from app.api.defaults import Job, with_defaults
 from app.api.types import KUBEFLOW_JOB_CONTROLLER, JobStatus, MPIJob, ObjectMeta
 from app.api.validation import FieldError, aggregate, validate
-from app.children.podgroup import RESOURCE as PODGROUPS
-from app.children.podgroup import gang_scheduler
 from app.core.desired import PodTemplates, desired_children
 from app.core.freeze import frozen_children
 from app.core.memo import ParentMemo
@@ -33,6 +31,8 @@ from app.core.plan import make_plan
 from app.core.status import Event, invalid_status, next_status
 from app.core.warnings import lint_message, place_warning, without_warning
 from app.kube import depth, names
+from app.kube.gang import RESOURCE as PODGROUPS
+from app.kube.gang import gang_scheduler
 from app.kube.keys import KeySource
 from app.kube.request import RequestError, SyncRequest
 
