@@ -20,7 +20,6 @@ strict CRD validation, a table of valid and invalid MPIJobs through the schema a
 from __future__ import annotations
 
 import argparse
-import difflib
 import functools
 import json
 import sys
@@ -52,6 +51,7 @@ from app.api.types import (  # noqa: E402  (needs the sys.path entry above)
     ReplicaType,
     RestartPolicy,
 )
+from tools.generated import write_or_check  # noqa: E402  (needs the sys.path entry above)
 
 CRD_PATH = ROOT / "crds" / "kubeflow.org_mpijobs.yaml"
 
@@ -685,26 +685,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the checked-in CRD is stale")
     args = parser.parse_args(argv)
-    rendered = render_crd()
-    relative = CRD_PATH.relative_to(ROOT)
-    if args.check:
-        current = CRD_PATH.read_text() if CRD_PATH.exists() else ""
-        if current == rendered:
-            print(f"{relative} is up to date")
-            return 0
-        diff = list(
-            difflib.unified_diff(
-                current.splitlines(), rendered.splitlines(), str(relative), "generated", lineterm="", n=1
-            )
-        )
-        print("\n".join(diff[:40]) + ("\n..." if len(diff) > 40 else ""), file=sys.stderr)
-        print(f"{relative} is stale: run `python tools/gen_crd.py`", file=sys.stderr)
-        return 1
-    CRD_PATH.parent.mkdir(parents=True, exist_ok=True)
-    CRD_PATH.write_text(rendered)
-    print(f"wrote {relative} ({len(rendered.encode()):,} bytes)")
-    return 0
-
+    return write_or_check(
+        CRD_PATH, render_crd(), root=ROOT, check=args.check, regenerate="python tools/gen_crd.py"
+    )
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -27,6 +27,7 @@ if str(ROOT) not in sys.path:  # `python tools/gen_install.py` puts tools/ on sy
     sys.path.insert(0, str(ROOT))
 
 from app.yamlio import dump_all  # noqa: E402  (needs the sys.path entry above)
+from tools.generated import write_or_check  # noqa: E402  (needs the sys.path entry above)
 
 SOURCE = "deploy"
 INSTALL_PATH = ROOT / "deploy" / "install" / "mpi-operator-hook.yaml"
@@ -68,24 +69,14 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the checked-in manifest is stale")
     args = parser.parse_args(argv)
-    relative = INSTALL_PATH.relative_to(ROOT)
     try:
         rendered = render_install(kustomize())
     except KustomizeError as err:
         print(err, file=sys.stderr)
         return 2
-    if args.check:
-        current = INSTALL_PATH.read_text() if INSTALL_PATH.exists() else ""
-        if current == rendered:
-            print(f"{relative} is up to date")
-            return 0
-        print(f"{relative} is stale: run `python tools/gen_install.py`", file=sys.stderr)
-        return 1
-    INSTALL_PATH.parent.mkdir(parents=True, exist_ok=True)
-    INSTALL_PATH.write_text(rendered)
-    print(f"wrote {relative} ({len(rendered.encode()):,} bytes)")
-    return 0
-
+    return write_or_check(
+        INSTALL_PATH, rendered, root=ROOT, check=args.check, regenerate="python tools/gen_install.py"
+    )
 
 if __name__ == "__main__":
     sys.exit(main())

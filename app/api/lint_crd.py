@@ -90,7 +90,7 @@ def _name_rules(job: Job) -> Iterator[Finding]:
 
 
 def _unsupported(path: str, value: str, allowed: list[str]) -> Finding:
-    text = str(FieldError(path, "NotSupported", "", value, tuple(allowed), named_type=True))
+    text = str(FieldError.not_supported(path, value, tuple(allowed)))
     return _finding("crd-rejected", path, text[len(path) + 2 :])
 
 

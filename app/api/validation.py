@@ -49,6 +49,11 @@ class FieldError:
     # Go's json.Marshal HTML-escapes values of named string types (enums), not plain strings.
     named_type: bool = False
 
+    @classmethod
+    def not_supported(cls, field: str, value: str, supported: tuple[str, ...]) -> FieldError:
+        """``field.NotSupported`` of an enum: upstream's enums are named string types."""
+        return cls(field, "NotSupported", "", value, supported, named_type=True)
+
     def __str__(self) -> str:
         if self.kind == "Required":
             return f"{self.field}: Required value: {self.detail}"
@@ -133,18 +138,7 @@ def _validate_spec(job: Job, path: str) -> list[FieldError]:
     errors += _non_negative(job.slots_per_worker, f"{path}.slotsPerWorker")
     errors += _at_most(job.slots_per_worker, limits.INT32_MAX, f"{path}.slotsPerWorker")
     errors += _validate_run_policy(job, f"{path}.runPolicy")
-    implementations = _IMPLEMENTATIONS
-    if job.mpi_implementation not in implementations:
-        errors.append(
-            FieldError(
-                f"{path}.mpiImplementation",
-                "NotSupported",
-                "",
-                job.mpi_implementation,
-                tuple(implementations),
-                named_type=True,
-            )
-        )
+    errors += _enum(job.mpi_implementation, _IMPLEMENTATIONS, f"{path}.mpiImplementation")
     return errors
 
 
@@ -180,19 +174,7 @@ def _validate_replica_specs(job: Job, path: str) -> list[FieldError]:
 
 
 def _validate_replica_spec(spec: Replica, path: str) -> list[FieldError]:
-    errors: list[FieldError] = []
-    allowed = _RESTART_POLICIES
-    if spec.restart_policy not in allowed:
-        errors.append(
-            FieldError(
-                f"{path}.restartPolicy",
-                "NotSupported",
-                "",
-                spec.restart_policy,
-                allowed,
-                named_type=True,
-            )
-        )
+    errors = _enum(spec.restart_policy, _RESTART_POLICIES, f"{path}.restartPolicy")
     problems = template_problems(spec.template, f"{path}.template")
     errors += [FieldError(field, "Forbidden", detail) for field, detail in problems]
     if problems:
@@ -207,19 +189,7 @@ def _validate_replica_spec(spec: Replica, path: str) -> list[FieldError]:
 
 
 def _validate_run_policy(job: Job, path: str) -> list[FieldError]:
-    errors: list[FieldError] = []
-    allowed = _CLEAN_POD_POLICIES
-    if job.clean_pod_policy not in allowed:
-        errors.append(
-            FieldError(
-                f"{path}.cleanPodPolicy",
-                "NotSupported",
-                "",
-                job.clean_pod_policy,
-                allowed,
-                named_type=True,
-            )
-        )
+    errors = _enum(job.clean_pod_policy, _CLEAN_POD_POLICIES, f"{path}.cleanPodPolicy")
     policy = job.run_policy
     for name, value, most in (
         ("ttlSecondsAfterFinished", policy.ttl_seconds_after_finished, limits.INT32_MAX),
@@ -249,6 +219,12 @@ def _validate_scheduling_policy(policy: RunPolicy, path: str) -> list[FieldError
             errors += _non_negative(value, f"{path}.{name}")
             errors += _at_most(value, limits.INT32_MAX, f"{path}.{name}")
     return errors
+
+
+def _enum(value: str, allowed: tuple[str, ...], path: str) -> list[FieldError]:
+    if value in allowed:
+        return []
+    return [FieldError.not_supported(path, value, allowed)]
 
 
 def _at_most(value: int, most: int, path: str) -> list[FieldError]:
