@@ -14,12 +14,11 @@ from typing import Any
 import pytest
 import yaml
 
-from app.api import lint_crd, names
+from app.api import names
 from app.api.lint import IGNORE_ANNOTATION, RULES, Rule, Severity, lint, lint_manifest
 from app.api.types import MPIJob
 from tests import test_crd
 from tests.test_crd import CRD_FILE, INVALID, VALID, pi
-from tools import gen_crd
 
 Job = dict[str, Any]
 LAUNCHER = "spec.mpiReplicaSpecs.Launcher"
@@ -261,10 +260,6 @@ MPIJOB_LEVEL = {
     for name, case in INVALID.items()
     if not any(where.startswith(f"{WORKER}.template.spec.") for _, where, _ in case[1])
 }
-
-
-def test_the_quantity_syntax_is_the_crds() -> None:
-    assert lint_crd._QUANTITY.pattern == gen_crd.QUANTITY_PATTERN
 
 
 @pytest.mark.parametrize(("job", "expected"), MPIJOB_LEVEL.values(), ids=MPIJOB_LEVEL.keys())

@@ -39,6 +39,7 @@ from app.api.defaults import (  # noqa: E402  (needs the sys.path entry above)
     DEFAULT_SSH_AUTH_MOUNT_PATH,
 )
 from app.api.limits import MAX_WORKERS  # noqa: E402  (needs the sys.path entry above)
+from app.api.lint_crd import QUANTITY_PATTERN  # noqa: E402  (needs the sys.path entry above)
 from app.api.types import (  # noqa: E402  (needs the sys.path entry above)
     API_VERSION,
     KIND,
@@ -65,12 +66,6 @@ POD_TEMPLATE_DESCRIPTIONS = False
 
 GROUP, VERSION = API_VERSION.split("/")
 PLURAL = "mpijobs"
-
-# The apiserver's Quantity syntax (k8s.io/apimachinery resource.Quantity), as controller-gen CRDs carry it.
-QUANTITY_PATTERN = (
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
-    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-)
 
 # The apiserver's own limit for object names (DNS-1123 subdomain). Repeated in the schema only so that the CEL
 # cost estimate of the name rules is bounded; it rejects nothing the apiserver would accept.

@@ -29,11 +29,13 @@ from app.api.types import (
 )
 from app.api.validation import FieldError, validate
 
-# The apiserver's Quantity syntax, as the CRD's minResources carries it.
-_QUANTITY = re.compile(
+# The apiserver's Quantity syntax (k8s.io/apimachinery resource.Quantity), as controller-gen CRDs carry it:
+# the CRD's minResources pattern (tools/gen_crd.py) and lint's check of it.
+QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
     r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
+_QUANTITY = re.compile(QUANTITY_PATTERN)
 
 _FIXES = {
     "replicas": "Launcher replicas must be 1; Worker replicas a number >= 1",
