@@ -35,6 +35,10 @@ if str(ROOT) not in sys.path:  # `python tools/gen_crd.py` puts tools/ on sys.pa
 
 from app.api import names  # noqa: E402  (needs the sys.path entry above)
 from app.api.defaults import (  # noqa: E402  (needs the sys.path entry above)
+    DEFAULT_CLEAN_POD_POLICY,
+    DEFAULT_LAUNCHER_CREATION_POLICY,
+    DEFAULT_MPI_IMPLEMENTATION,
+    DEFAULT_RESTART_POLICY,
     DEFAULT_SLOTS_PER_WORKER,
     DEFAULT_SSH_AUTH_MOUNT_PATH,
 )
@@ -306,34 +310,33 @@ _CONTAINERS_RULE = _rule(
 )
 
 
-def replica_spec_schema(replica_type: ReplicaType) -> dict[str, Any]:
-    launcher = replica_type is ReplicaType.LAUNCHER
-    if launcher:
+def _replica_count(replica_type: ReplicaType) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    """Per replica type: the replicas field, the replica spec's rules, and what the replica is."""
+    if replica_type is ReplicaType.LAUNCHER:
         replicas = _int32(
             "Number of launcher pods: 1, the default.",
             **{"x-kubernetes-validations": [_rule("self == 1", "must be 1")]},
         )
-        restart_default = RestartPolicy.ON_FAILURE.value
-        rules = [_CONTAINERS_RULE]
         what = "The launcher runs mpirun (or mpiexec) and owns the job's outcome; it runs as a batch/v1 Job."
-    else:
-        replicas = _int32(
-            f"Number of worker pods, at least 1 and at most {MAX_WORKERS} (the largest job the hook"
-            " supports; the ConfigMap of the hostfile may allow fewer, see the hook's README). Required.",
-            maximum=MAX_WORKERS,
-            **{"x-kubernetes-validations": [_rule("self >= 1", "must be greater than or equal to 1")]},
-        )
-        restart_default = RestartPolicy.NEVER.value
-        rules = [
-            _rule(
-                "has(self.replicas)",
-                "must define number of replicas",
-                field_path=".replicas",
-                reason="FieldValueRequired",
-            ),
-            _CONTAINERS_RULE,
-        ]
-        what = "Workers are pods named <job>-worker-<index>, reached by the launcher over SSH."
+        return replicas, [_CONTAINERS_RULE], what
+    replicas = _int32(
+        f"Number of worker pods, at least 1 and at most {MAX_WORKERS} (the largest job the hook"
+        " supports; the ConfigMap of the hostfile may allow fewer, see the hook's README). Required.",
+        maximum=MAX_WORKERS,
+        **{"x-kubernetes-validations": [_rule("self >= 1", "must be greater than or equal to 1")]},
+    )
+    required = _rule(
+        "has(self.replicas)",
+        "must define number of replicas",
+        field_path=".replicas",
+        reason="FieldValueRequired",
+    )
+    what = f"Workers are pods named <job>{names.WORKER_INFIX}<index>, reached by the launcher over SSH."
+    return replicas, [required, _CONTAINERS_RULE], what
+
+
+def replica_spec_schema(replica_type: ReplicaType) -> dict[str, Any]:
+    replicas, rules, what = _replica_count(replica_type)
     template = _with_description(
         k8s_schema("io.k8s.api.core.v1.PodTemplateSpec"),
         f"Pod template of the {replica_type.value}"
@@ -349,7 +352,7 @@ def replica_spec_schema(replica_type: ReplicaType) -> dict[str, Any]:
                 "string",
                 f"Restart policy of the {replica_type.value} pods:"
                 f" one of {', '.join(_ALLOWED_RESTART_POLICIES)}."
-                f" Defaults to {restart_default}.",
+                f" Defaults to {DEFAULT_RESTART_POLICY[replica_type].value}.",
                 enum=_ALLOWED_RESTART_POLICIES,
             ),
             "template": template,
@@ -410,7 +413,7 @@ def run_policy_schema() -> dict[str, Any]:
             "cleanPodPolicy": _field(
                 "string",
                 f"Which pods to delete when the job finishes: one of {', '.join(clean_pod_policies)}."
-                f" Defaults to {CleanPodPolicy.NONE.value}.",
+                f" Defaults to {DEFAULT_CLEAN_POD_POLICY.value}.",
                 enum=clean_pod_policies,
             ),
             "managedBy": _field(
@@ -447,24 +450,25 @@ _MANAGED_BY_IMMUTABLE_RULE = _rule(
 )
 
 
-def spec_schema() -> dict[str, Any]:
-    implementations = _values(MPIImplementation)
-    creation_policies = _values(LauncherCreationPolicy)
-    replica_specs = _field(
+def replica_specs_schema() -> dict[str, Any]:
+    launcher = ReplicaType.LAUNCHER.value
+    required = _rule(
+        f"has(self.{launcher})",
+        f"must have {launcher} replica spec",
+        field_path=f".{launcher}",
+        reason="FieldValueRequired",
+    )
+    return _field(
         "object",
         "The replica specs, by replica type: Launcher (required) and Worker.",
         properties={t.value: replica_spec_schema(t) for t in ReplicaType},
-        **{
-            "x-kubernetes-validations": [
-                _rule(
-                    f"has(self.{ReplicaType.LAUNCHER.value})",
-                    f"must have {ReplicaType.LAUNCHER.value} replica spec",
-                    field_path=f".{ReplicaType.LAUNCHER.value}",
-                    reason="FieldValueRequired",
-                )
-            ]
-        },
+        **{"x-kubernetes-validations": [required]},
     )
+
+
+def spec_schema() -> dict[str, Any]:
+    implementations = _values(MPIImplementation)
+    creation_policies = _values(LauncherCreationPolicy)
     return _field(
         "object",
         "The desired state of the MPIJob.",
@@ -473,18 +477,18 @@ def spec_schema() -> dict[str, Any]:
                 "string",
                 f"When the launcher is created: {LauncherCreationPolicy.AT_STARTUP.value} (with the workers)"
                 f" or {LauncherCreationPolicy.WAIT_FOR_WORKERS_READY.value} (once every worker is Ready)."
-                f" Defaults to {LauncherCreationPolicy.AT_STARTUP.value}.",
-                default=LauncherCreationPolicy.AT_STARTUP.value,
+                f" Defaults to {DEFAULT_LAUNCHER_CREATION_POLICY.value}.",
+                default=DEFAULT_LAUNCHER_CREATION_POLICY.value,
                 enum=creation_policies,
             ),
             "mpiImplementation": _field(
                 "string",
                 f"The MPI implementation of the images: one of {', '.join(implementations)}."
-                f" Defaults to {MPIImplementation.OPENMPI.value}.",
-                default=MPIImplementation.OPENMPI.value,
+                f" Defaults to {DEFAULT_MPI_IMPLEMENTATION.value}.",
+                default=DEFAULT_MPI_IMPLEMENTATION.value,
                 enum=implementations,
             ),
-            "mpiReplicaSpecs": replica_specs,
+            "mpiReplicaSpecs": replica_specs_schema(),
             "runLauncherAsWorker": _field(
                 "boolean",
                 "Whether the launcher also runs MPI ranks (it is then listed first in the hostfile)."
@@ -510,9 +514,9 @@ def spec_schema() -> dict[str, Any]:
     )
 
 
-def status_schema() -> dict[str, Any]:
+def condition_schema() -> dict[str, Any]:
     condition_types = ", ".join(_values(ConditionType))
-    condition = _field(
+    return _field(
         "object",
         "The state of the job at a point in time.",
         properties={
@@ -529,7 +533,10 @@ def status_schema() -> dict[str, Any]:
         },
         required=["type", "status"],
     )
-    replica_status = _field(
+
+
+def replica_status_schema() -> dict[str, Any]:
+    return _field(
         "object",
         "Pod counts of one replica type.",
         properties={
@@ -545,6 +552,9 @@ def status_schema() -> dict[str, Any]:
             "succeeded": _int32("Number of pods that succeeded."),
         },
     )
+
+
+def status_schema() -> dict[str, Any]:
     return _field(
         "object",
         "The observed state of the MPIJob, written by the operator.",
@@ -553,7 +563,7 @@ def status_schema() -> dict[str, Any]:
             "conditions": _field(
                 "array",
                 "The job's conditions; the latest is last.",
-                items=condition,
+                items=condition_schema(),
                 **{"x-kubernetes-list-map-keys": ["type"], "x-kubernetes-list-type": "map"},
             ),
             "lastReconcileTime": _time("Last time the job was reconciled (RFC 3339, UTC)."),
@@ -563,7 +573,7 @@ def status_schema() -> dict[str, Any]:
             "replicaStatuses": _field(
                 "object",
                 "Pod counts by replica type (Launcher, Worker).",
-                additionalProperties=replica_status,
+                additionalProperties=replica_status_schema(),
             ),
             "startTime": _time("When the operator first acknowledged the job (RFC 3339, UTC)."),
         },

@@ -23,7 +23,6 @@ from app.api.defaults import (
     DEFAULT_SLOTS_PER_WORKER,
     DEFAULT_SSH_AUTH_MOUNT_PATH,
     Job,
-    Replica,
     with_defaults,
 )
 from app.api.lint_types import Finding, Severity
@@ -161,18 +160,14 @@ def _get(node: Any, *keys: str) -> Any:
 # The checks read the defaulted job (``with_defaults``): what the hook would run, not what was written.
 
 
-def _replica(job: Job, kind: ReplicaType) -> Replica | None:
-    return job.launcher if kind is ReplicaType.LAUNCHER else job.worker
-
-
 def _containers(job: Job, kind: ReplicaType) -> list[dict[str, Any]]:
-    replica = _replica(job, kind)
+    replica = job.replica(kind)
     containers = _get(replica.template if replica else None, "spec", "containers")
     return [c for c in containers if isinstance(c, dict)] if isinstance(containers, list) else []
 
 
 def _pod_spec(job: Job, kind: ReplicaType) -> Mapping[str, Any]:
-    replica = _replica(job, kind)
+    replica = job.replica(kind)
     pod = _get(replica.template if replica else None, "spec")
     return pod if isinstance(pod, Mapping) else {}
 
