@@ -100,8 +100,8 @@ def _name(job: dict[str, Any]) -> str:
 
 def _controller(gang_scheduling: str) -> dict[str, Any]:
     """A CompositeController as the matching overlay declares it: with gang scheduling, its PodGroup child."""
-    from app.children.podgroup import RESOURCE as PODGROUPS
-    from app.children.podgroup import gang_scheduler
+    from app.kube.gang import RESOURCE as PODGROUPS
+    from app.kube.gang import gang_scheduler
 
     scheduler = gang_scheduler(gang_scheduling)
     if scheduler is None:

@@ -13,6 +13,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.api.defaults import DEFAULT_SLOTS_PER_WORKER
 from app.api.types import MPIJob
 from app.convert import TRAINJOB_API_VERSION, Conversion, ConvertError, as_object, to_v2beta1
 
@@ -82,7 +83,7 @@ def _trainer(
             " mlPolicy.mpi.runLauncherAsNode: true"
         )
     trainer["numNodes"] = nodes
-    trainer["numProcPerNode"] = int(spec.get("slotsPerWorker", 1))
+    trainer["numProcPerNode"] = int(spec.get("slotsPerWorker", DEFAULT_SLOTS_PER_WORKER))
     if node.get("resources"):
         trainer["resourcesPerNode"] = copy.deepcopy(node["resources"])
     if node.get("image") and node.get("image") != main.get("image"):

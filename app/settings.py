@@ -13,8 +13,8 @@ from pathlib import Path
 from pydantic import Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from app.children.podgroup import gang_scheduler
 from app.core.config import SyncConfig
+from app.kube.gang import gang_scheduler
 from app.kube.keys import MIN_SEED_BYTES, KeySource, SeededKeys, random_keys
 
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")

@@ -109,5 +109,20 @@ def _yaml_error(err: yaml.MarkedYAMLError, source: str) -> str:
     return f"{where}: {problem}"
 
 
+class _Dumper(yaml.SafeDumper):
+    """Writes a multi-line string as a block (``|``), so a hostfile or script reads as the file it is."""
+
+
+def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
+    # PyYAML falls back to a quoted scalar where a block cannot hold the string exactly (trailing spaces).
+    style = "|" if "\n" in value else None
+    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
+
+
+_Dumper.add_representer(str, _represent_str)
+
+
 def dump_all(documents: list[dict[str, Any]]) -> str:
-    return yaml.safe_dump_all(documents, sort_keys=False, explicit_start=True) if documents else ""
+    if not documents:
+        return ""
+    return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False, explicit_start=True)

@@ -186,6 +186,12 @@ def test_render_status_is_a_comment_and_keys_stay_secret() -> None:
     assert status["status"]["conditions"][0]["type"] == "Created"
 
 
+def test_render_prints_the_hostfile_as_the_file_it_is() -> None:
+    done = mpijob("render", str(PI))
+    hosts = "".join(f"    pi-worker-{i}.pi.default.svc slots=1\n" for i in range(2))
+    assert "  hostfile: |\n" + hosts in done.stdout
+
+
 def test_render_without_status_prints_a_one_line_summary() -> None:
     done = mpijob("render", str(PI))
     comments = [line for line in done.stdout.splitlines() if line.startswith("#")]

@@ -44,6 +44,14 @@ def test_priority_classes_are_asked_for_with_a_podgroup_child(
     assert customize(body) == {"relatedResources": want}
 
 
+def test_a_podgroup_of_no_known_scheduler_asks_for_no_priority_classes() -> None:
+    """The same rule as sync's: a PodGroup child counts only in an API version the hook can build."""
+    other = controller()
+    other["spec"]["childResources"].append({"apiVersion": "example.com/v1", "resource": "podgroups"})
+    body = orjson.dumps({"controller": other, "parent": PARENT})
+    assert customize(body) == {"relatedResources": [LAUNCHER_PODS]}
+
+
 def test_customize_without_a_controller_asks_for_the_launcher_pods_only() -> None:
     assert customize(orjson.dumps({"parent": PARENT})) == {"relatedResources": [LAUNCHER_PODS]}
 

@@ -1,4 +1,5 @@
-"""Checks for what we ship besides code: metacontroller/, deploy/, examples/ and the Dockerfile.
+"""Checks for what we ship besides code: metacontroller/, deploy/ (and its one-file build), examples/ and the
+Dockerfile.
 
 Kubernetes kinds are validated against the OpenAPI schemas bundled with kubernetes-validate in strict mode
 (unknown fields fail). kubernetes-validate has no schema for Metacontroller's CompositeController, so that
@@ -27,10 +28,12 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from app.children.podgroup import gang_scheduler
+from app.kube.gang import gang_scheduler
 from app.settings import Settings
+from tools import gen_install
 
 ROOT = Path(__file__).resolve().parents[1]
+INSTALL_FILE = gen_install.INSTALL_PATH
 K8S_VERSION = "1.32.0"
 NAME = "mpi-operator-hook"
 NAMESPACE = "mpi-operator"
@@ -420,6 +423,13 @@ def composite_controller(built: list[dict[str, Any]]) -> dict[str, Any]:
 def test_kustomize_output_has_each_expected_object_once(built: list[dict[str, Any]]) -> None:
     got = Counter((o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in built)
     assert got == Counter((api, kind, name) for api, kind, name, _ in EXPECTED_OBJECTS)
+
+
+def test_the_single_file_install_manifest_is_deploy_built() -> None:
+    """deploy/install/mpi-operator-hook.yaml, the file users apply without a clone, is `deploy/` as it is."""
+    assert INSTALL_FILE.read_text() == gen_install.render_install(kustomize("deploy")), (
+        f"{INSTALL_FILE.relative_to(ROOT)} is stale: run `python tools/gen_install.py`"
+    )
 
 
 @pytest.mark.parametrize(

@@ -8,15 +8,16 @@ wrote from the scheduler's Go API types.
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
 from typing import Any
 
 import kubernetes_validate
 import pytest
 
-from app.api.types import SchedulingPolicy
+from app.api.defaults import Replica
+from app.api.types import RestartPolicy, SchedulingPolicy
 from app.children import podgroup
-from app.children.podgroup import GangJob, GangScheduler, gang_scheduler
+from app.children.podgroup import GangJob
+from app.kube.gang import GangScheduler, gang_scheduler
 from tests.kube_schema import schema_errors
 from tests.podgroup_crds import PODGROUP_API_VERSIONS, podgroup_crd
 from tests.test_crd import test_schema_is_structural as structural
@@ -26,19 +27,12 @@ PLUGINS = GangScheduler("scheduler-plugins-scheduler")
 HIGH_LOW = {"high": 100_010, "low": 10_010}
 
 
-@dataclass(frozen=True)
-class Rep:
-    """A replica spec as the builders see it (the same shape as the parsed MPIJob's)."""
-
-    replicas: int | None
-    template: dict[str, Any] = field(default_factory=dict)
-
-
-def rep(replicas: int | None, *containers: dict[str, Any], priority_class: str = "") -> Rep:
+def rep(replicas: int, *containers: dict[str, Any], priority_class: str = "") -> Replica:
+    """A defaulted replica spec, as the builders get it from the job."""
     spec: dict[str, Any] = {"containers": [{"name": "c", "image": "i", **c} for c in containers]}
     if priority_class:
         spec["priorityClassName"] = priority_class
-    return Rep(replicas, {"spec": spec})
+    return Replica(replicas, RestartPolicy.NEVER.value, {"spec": spec})
 
 
 def requests(**quantities: Any) -> dict[str, Any]:
@@ -50,8 +44,8 @@ def policy(**fields: Any) -> SchedulingPolicy:
 
 
 def job(
-    launcher: Rep | None = None,
-    worker: Rep | None = None,
+    launcher: Replica | None = None,
+    worker: Replica | None = None,
     sp: SchedulingPolicy | None = None,
     annotations: dict[str, str] | None = None,
     launcher_pending: bool = False,
@@ -451,8 +445,6 @@ def test_gang_scheduler_selection(setting: str, want: tuple[str, str, str] | Non
     scheduler = gang_scheduler(setting)
     got = None if scheduler is None else (scheduler.api_version, scheduler.scheduler_name, scheduler.overlay)
     assert got == want
-    if scheduler is not None:
-        assert scheduler.child_key == f"PodGroup.{scheduler.api_version}"
 
 
 # ------------------------------------------------------------------------------ the schemas as CRDs

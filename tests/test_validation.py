@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 
 from app.api.defaults import with_defaults
+from app.api.names import dns1035_label_errors
 from app.api.types import MPIJob
-from app.api.validation import FieldError, aggregate, dns1035_errors, validate
+from app.api.validation import FieldError, aggregate, validate
 
 DNS1035 = (
     "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an alphabetic "
@@ -559,5 +560,5 @@ def test_aggregate(errors: list[FieldError], want: str) -> None:
         pytest.param("abc\n", [DNS1035], id="trailing newline"),
     ],
 )
-def test_dns1035_errors(value: str, want: list[str]) -> None:
-    assert dns1035_errors(value) == want
+def test_dns1035_label_errors(value: str, want: list[str]) -> None:
+    assert dns1035_label_errors(value) == want

@@ -20,7 +20,6 @@ strict CRD validation, a table of valid and invalid MPIJobs through the schema a
 from __future__ import annotations
 
 import argparse
-import difflib
 import functools
 import json
 import sys
@@ -34,7 +33,17 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python tools/gen_crd.py` puts tools/ on sys.path, not the repo root
     sys.path.insert(0, str(ROOT))
 
+from app.api import names  # noqa: E402  (needs the sys.path entry above)
+from app.api.defaults import (  # noqa: E402  (needs the sys.path entry above)
+    DEFAULT_CLEAN_POD_POLICY,
+    DEFAULT_LAUNCHER_CREATION_POLICY,
+    DEFAULT_MPI_IMPLEMENTATION,
+    DEFAULT_RESTART_POLICY,
+    DEFAULT_SLOTS_PER_WORKER,
+    DEFAULT_SSH_AUTH_MOUNT_PATH,
+)
 from app.api.limits import MAX_WORKERS  # noqa: E402  (needs the sys.path entry above)
+from app.api.lint_crd import QUANTITY_PATTERN  # noqa: E402  (needs the sys.path entry above)
 from app.api.types import (  # noqa: E402  (needs the sys.path entry above)
     API_VERSION,
     KIND,
@@ -47,6 +56,7 @@ from app.api.types import (  # noqa: E402  (needs the sys.path entry above)
     ReplicaType,
     RestartPolicy,
 )
+from tools.generated import write_or_check  # noqa: E402  (needs the sys.path entry above)
 
 CRD_PATH = ROOT / "crds" / "kubeflow.org_mpijobs.yaml"
 
@@ -61,16 +71,6 @@ POD_TEMPLATE_DESCRIPTIONS = False
 GROUP, VERSION = API_VERSION.split("/")
 PLURAL = "mpijobs"
 
-# The apiserver's Quantity syntax (k8s.io/apimachinery resource.Quantity), as controller-gen CRDs carry it.
-QUANTITY_PATTERN = (
-    r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
-    r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
-)
-
-# A worker's pod name and hostname is `<job>-worker-<index>`; it must be a DNS-1035 label.
-DNS1035_NAME_PATTERN = "^[a-z]([-a-z0-9]*[a-z0-9])?$"
-DNS1035_MAX_LENGTH = 63
-WORKER_INFIX = "-worker-"
 # The apiserver's own limit for object names (DNS-1123 subdomain). Repeated in the schema only so that the CEL
 # cost estimate of the name rules is bounded; it rejects nothing the apiserver would accept.
 OBJECT_NAME_MAX_LENGTH = 253
@@ -310,34 +310,33 @@ _CONTAINERS_RULE = _rule(
 )
 
 
-def replica_spec_schema(replica_type: ReplicaType) -> dict[str, Any]:
-    launcher = replica_type is ReplicaType.LAUNCHER
-    if launcher:
+def _replica_count(replica_type: ReplicaType) -> tuple[dict[str, Any], list[dict[str, Any]], str]:
+    """Per replica type: the replicas field, the replica spec's rules, and what the replica is."""
+    if replica_type is ReplicaType.LAUNCHER:
         replicas = _int32(
             "Number of launcher pods: 1, the default.",
             **{"x-kubernetes-validations": [_rule("self == 1", "must be 1")]},
         )
-        restart_default = RestartPolicy.ON_FAILURE.value
-        rules = [_CONTAINERS_RULE]
         what = "The launcher runs mpirun (or mpiexec) and owns the job's outcome; it runs as a batch/v1 Job."
-    else:
-        replicas = _int32(
-            f"Number of worker pods, at least 1 and at most {MAX_WORKERS} (the largest job the hook"
-            " supports; the ConfigMap of the hostfile may allow fewer, see the hook's README). Required.",
-            maximum=MAX_WORKERS,
-            **{"x-kubernetes-validations": [_rule("self >= 1", "must be greater than or equal to 1")]},
-        )
-        restart_default = RestartPolicy.NEVER.value
-        rules = [
-            _rule(
-                "has(self.replicas)",
-                "must define number of replicas",
-                field_path=".replicas",
-                reason="FieldValueRequired",
-            ),
-            _CONTAINERS_RULE,
-        ]
-        what = "Workers are pods named <job>-worker-<index>, reached by the launcher over SSH."
+        return replicas, [_CONTAINERS_RULE], what
+    replicas = _int32(
+        f"Number of worker pods, at least 1 and at most {MAX_WORKERS} (the largest job the hook"
+        " supports; the ConfigMap of the hostfile may allow fewer, see the hook's README). Required.",
+        maximum=MAX_WORKERS,
+        **{"x-kubernetes-validations": [_rule("self >= 1", "must be greater than or equal to 1")]},
+    )
+    required = _rule(
+        "has(self.replicas)",
+        "must define number of replicas",
+        field_path=".replicas",
+        reason="FieldValueRequired",
+    )
+    what = f"Workers are pods named <job>{names.WORKER_INFIX}<index>, reached by the launcher over SSH."
+    return replicas, [required, _CONTAINERS_RULE], what
+
+
+def replica_spec_schema(replica_type: ReplicaType) -> dict[str, Any]:
+    replicas, rules, what = _replica_count(replica_type)
     template = _with_description(
         k8s_schema("io.k8s.api.core.v1.PodTemplateSpec"),
         f"Pod template of the {replica_type.value}"
@@ -353,7 +352,7 @@ def replica_spec_schema(replica_type: ReplicaType) -> dict[str, Any]:
                 "string",
                 f"Restart policy of the {replica_type.value} pods:"
                 f" one of {', '.join(_ALLOWED_RESTART_POLICIES)}."
-                f" Defaults to {restart_default}.",
+                f" Defaults to {DEFAULT_RESTART_POLICY[replica_type].value}.",
                 enum=_ALLOWED_RESTART_POLICIES,
             ),
             "template": template,
@@ -414,7 +413,7 @@ def run_policy_schema() -> dict[str, Any]:
             "cleanPodPolicy": _field(
                 "string",
                 f"Which pods to delete when the job finishes: one of {', '.join(clean_pod_policies)}."
-                f" Defaults to {CleanPodPolicy.NONE.value}.",
+                f" Defaults to {DEFAULT_CLEAN_POD_POLICY.value}.",
                 enum=clean_pod_policies,
             ),
             "managedBy": _field(
@@ -451,24 +450,25 @@ _MANAGED_BY_IMMUTABLE_RULE = _rule(
 )
 
 
-def spec_schema() -> dict[str, Any]:
-    implementations = _values(MPIImplementation)
-    creation_policies = _values(LauncherCreationPolicy)
-    replica_specs = _field(
+def replica_specs_schema() -> dict[str, Any]:
+    launcher = ReplicaType.LAUNCHER.value
+    required = _rule(
+        f"has(self.{launcher})",
+        f"must have {launcher} replica spec",
+        field_path=f".{launcher}",
+        reason="FieldValueRequired",
+    )
+    return _field(
         "object",
         "The replica specs, by replica type: Launcher (required) and Worker.",
         properties={t.value: replica_spec_schema(t) for t in ReplicaType},
-        **{
-            "x-kubernetes-validations": [
-                _rule(
-                    f"has(self.{ReplicaType.LAUNCHER.value})",
-                    f"must have {ReplicaType.LAUNCHER.value} replica spec",
-                    field_path=f".{ReplicaType.LAUNCHER.value}",
-                    reason="FieldValueRequired",
-                )
-            ]
-        },
+        **{"x-kubernetes-validations": [required]},
     )
+
+
+def spec_schema() -> dict[str, Any]:
+    implementations = _values(MPIImplementation)
+    creation_policies = _values(LauncherCreationPolicy)
     return _field(
         "object",
         "The desired state of the MPIJob.",
@@ -477,18 +477,18 @@ def spec_schema() -> dict[str, Any]:
                 "string",
                 f"When the launcher is created: {LauncherCreationPolicy.AT_STARTUP.value} (with the workers)"
                 f" or {LauncherCreationPolicy.WAIT_FOR_WORKERS_READY.value} (once every worker is Ready)."
-                f" Defaults to {LauncherCreationPolicy.AT_STARTUP.value}.",
-                default=LauncherCreationPolicy.AT_STARTUP.value,
+                f" Defaults to {DEFAULT_LAUNCHER_CREATION_POLICY.value}.",
+                default=DEFAULT_LAUNCHER_CREATION_POLICY.value,
                 enum=creation_policies,
             ),
             "mpiImplementation": _field(
                 "string",
                 f"The MPI implementation of the images: one of {', '.join(implementations)}."
-                f" Defaults to {MPIImplementation.OPENMPI.value}.",
-                default=MPIImplementation.OPENMPI.value,
+                f" Defaults to {DEFAULT_MPI_IMPLEMENTATION.value}.",
+                default=DEFAULT_MPI_IMPLEMENTATION.value,
                 enum=implementations,
             ),
-            "mpiReplicaSpecs": replica_specs,
+            "mpiReplicaSpecs": replica_specs_schema(),
             "runLauncherAsWorker": _field(
                 "boolean",
                 "Whether the launcher also runs MPI ranks (it is then listed first in the hostfile)."
@@ -497,13 +497,15 @@ def spec_schema() -> dict[str, Any]:
             ),
             "runPolicy": run_policy_schema(),
             "slotsPerWorker": _int32(
-                "Slots (MPI processes) per worker in the hostfile. Defaults to 1.", default=1, minimum=0
+                f"Slots (MPI processes) per worker in the hostfile. Defaults to {DEFAULT_SLOTS_PER_WORKER}.",
+                default=DEFAULT_SLOTS_PER_WORKER,
+                minimum=0,
             ),
             "sshAuthMountPath": _field(
                 "string",
                 "Directory where the SSH keys are mounted in the launcher and worker containers."
-                " Defaults to /root/.ssh.",
-                default="/root/.ssh",
+                f" Defaults to {DEFAULT_SSH_AUTH_MOUNT_PATH}.",
+                default=DEFAULT_SSH_AUTH_MOUNT_PATH,
                 minLength=1,
             ),
         },
@@ -512,9 +514,9 @@ def spec_schema() -> dict[str, Any]:
     )
 
 
-def status_schema() -> dict[str, Any]:
+def condition_schema() -> dict[str, Any]:
     condition_types = ", ".join(_values(ConditionType))
-    condition = _field(
+    return _field(
         "object",
         "The state of the job at a point in time.",
         properties={
@@ -531,7 +533,10 @@ def status_schema() -> dict[str, Any]:
         },
         required=["type", "status"],
     )
-    replica_status = _field(
+
+
+def replica_status_schema() -> dict[str, Any]:
+    return _field(
         "object",
         "Pod counts of one replica type.",
         properties={
@@ -547,6 +552,9 @@ def status_schema() -> dict[str, Any]:
             "succeeded": _int32("Number of pods that succeeded."),
         },
     )
+
+
+def status_schema() -> dict[str, Any]:
     return _field(
         "object",
         "The observed state of the MPIJob, written by the operator.",
@@ -555,7 +563,7 @@ def status_schema() -> dict[str, Any]:
             "conditions": _field(
                 "array",
                 "The job's conditions; the latest is last.",
-                items=condition,
+                items=condition_schema(),
                 **{"x-kubernetes-list-map-keys": ["type"], "x-kubernetes-list-type": "map"},
             ),
             "lastReconcileTime": _time("Last time the job was reconciled (RFC 3339, UTC)."),
@@ -565,7 +573,7 @@ def status_schema() -> dict[str, Any]:
             "replicaStatuses": _field(
                 "object",
                 "Pod counts by replica type (Launcher, Worker).",
-                additionalProperties=replica_status,
+                additionalProperties=replica_status_schema(),
             ),
             "startTime": _time("When the operator first acknowledged the job (RFC 3339, UTC)."),
         },
@@ -580,23 +588,18 @@ def _worker_index_expression() -> str:
 
 
 def root_rules() -> list[dict[str, Any]]:
-    """Upstream's validateMPIJobName: `<name>-worker-<replicas-1>` must be a DNS-1035 label."""
-    budget = DNS1035_MAX_LENGTH - len(WORKER_INFIX)
+    """Upstream's validateMPIJobName: `<name>-worker-<replicas-1>` must be a DNS-1035 label (names.py)."""
     return [
         _rule(
-            f"!has(self.metadata.name) || self.metadata.name.matches('{DNS1035_NAME_PATTERN}')",
-            "must be a DNS-1035 label (lower case alphanumeric characters or '-', starting with a letter and"
-            " ending with an alphanumeric character): worker pods and their hostnames are named"
-            f" <name>{WORKER_INFIX}<index>",
+            f"!has(self.metadata.name) || self.metadata.name.matches('{names.DNS1035_LABEL_PATTERN}')",
+            names.NAME_NOT_DNS1035,
             field_path=".metadata.name",
             reason="FieldValueInvalid",
         ),
         _rule(
-            f"!has(self.metadata.name) || size(self.metadata.name) + {len(WORKER_INFIX)}"
-            f" + size(string({_worker_index_expression()})) <= {DNS1035_MAX_LENGTH}",
-            f"is too long: the hostname of the last worker, <name>{WORKER_INFIX}<replicas-1>, must be no more"
-            f" than {DNS1035_MAX_LENGTH} characters (names up to {budget - 1} characters allow up to 10"
-            f" workers, up to {budget - 3} characters up to 1000)",
+            f"!has(self.metadata.name) || size(self.metadata.name) + {len(names.WORKER_INFIX)}"
+            f" + size(string({_worker_index_expression()})) <= {names.DNS1035_LABEL_MAX}",
+            names.NAME_TOO_LONG,
             field_path=".metadata.name",
             reason="FieldValueInvalid",
         ),
@@ -687,26 +690,9 @@ def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="exit 1 if the checked-in CRD is stale")
     args = parser.parse_args(argv)
-    rendered = render_crd()
-    relative = CRD_PATH.relative_to(ROOT)
-    if args.check:
-        current = CRD_PATH.read_text() if CRD_PATH.exists() else ""
-        if current == rendered:
-            print(f"{relative} is up to date")
-            return 0
-        diff = list(
-            difflib.unified_diff(
-                current.splitlines(), rendered.splitlines(), str(relative), "generated", lineterm="", n=1
-            )
-        )
-        print("\n".join(diff[:40]) + ("\n..." if len(diff) > 40 else ""), file=sys.stderr)
-        print(f"{relative} is stale: run `python tools/gen_crd.py`", file=sys.stderr)
-        return 1
-    CRD_PATH.parent.mkdir(parents=True, exist_ok=True)
-    CRD_PATH.write_text(rendered)
-    print(f"wrote {relative} ({len(rendered.encode()):,} bytes)")
-    return 0
-
+    return write_or_check(
+        CRD_PATH, render_crd(), root=ROOT, check=args.check, regenerate="python tools/gen_crd.py"
+    )
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -16,14 +16,24 @@ from app.api.types import (
     LauncherCreationPolicy,
     MPIImplementation,
     MPIJob,
+    MPIJobSpec,
     ObjectMeta,
-    ReplicaSpec,
     ReplicaType,
     RestartPolicy,
     RunPolicy,
 )
 
+# Upstream's defaults, also the CRD's (tools/gen_crd.py): one spelling each.
 DEFAULT_SSH_AUTH_MOUNT_PATH = "/root/.ssh"
+DEFAULT_SLOTS_PER_WORKER = 1
+DEFAULT_LAUNCHER_CREATION_POLICY = LauncherCreationPolicy.AT_STARTUP
+DEFAULT_MPI_IMPLEMENTATION = MPIImplementation.OPENMPI
+# Upstream's doc comment says "Running"; its code (and so ours) defaults to None.
+DEFAULT_CLEAN_POD_POLICY = CleanPodPolicy.NONE
+DEFAULT_RESTART_POLICY = {
+    ReplicaType.LAUNCHER: RestartPolicy.ON_FAILURE,
+    ReplicaType.WORKER: RestartPolicy.NEVER,
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,37 +74,40 @@ class Job:
     def worker_replicas(self) -> int:
         return self.worker.replicas if self.worker is not None else 0
 
+    def replica(self, kind: ReplicaType) -> Replica | None:
+        return self.launcher if kind is ReplicaType.LAUNCHER else self.worker
+
 
 def with_defaults(job: MPIJob) -> Job:
     spec = job.spec
     return Job(
         metadata=job.metadata,
         status=job.status,
-        slots_per_worker=1 if spec.slots_per_worker is None else spec.slots_per_worker,
+        slots_per_worker=DEFAULT_SLOTS_PER_WORKER if spec.slots_per_worker is None else spec.slots_per_worker,
         run_launcher_as_worker=bool(spec.run_launcher_as_worker),
         # An empty string is defaulted like an absent field (upstream tests for "").
         ssh_auth_mount_path=spec.ssh_auth_mount_path or DEFAULT_SSH_AUTH_MOUNT_PATH,
-        launcher_creation_policy=spec.launcher_creation_policy or LauncherCreationPolicy.AT_STARTUP.value,
-        mpi_implementation=spec.mpi_implementation or MPIImplementation.OPENMPI.value,
-        # Upstream's doc comment says "Running"; its code (and so ours) defaults to None.
+        launcher_creation_policy=spec.launcher_creation_policy or DEFAULT_LAUNCHER_CREATION_POLICY.value,
+        mpi_implementation=spec.mpi_implementation or DEFAULT_MPI_IMPLEMENTATION.value,
         clean_pod_policy=(
-            CleanPodPolicy.NONE.value
+            DEFAULT_CLEAN_POD_POLICY.value
             if spec.run_policy.clean_pod_policy is None
             else spec.run_policy.clean_pod_policy
         ),
         run_policy=spec.run_policy,
         has_replica_specs=spec.mpi_replica_specs is not None,
-        launcher=_replica(spec.replica(ReplicaType.LAUNCHER), 1, RestartPolicy.ON_FAILURE),
+        launcher=_replica(spec, ReplicaType.LAUNCHER, 1),
         # Upstream defaults Worker replicas to 0, which validation then rejects: a Worker must say how many.
-        worker=_replica(spec.replica(ReplicaType.WORKER), 0, RestartPolicy.NEVER),
+        worker=_replica(spec, ReplicaType.WORKER, 0),
     )
 
 
-def _replica(spec: ReplicaSpec | None, replicas: int, restart_policy: RestartPolicy) -> Replica | None:
-    if spec is None:
+def _replica(spec: MPIJobSpec, kind: ReplicaType, replicas: int) -> Replica | None:
+    replica = spec.replica(kind)
+    if replica is None:
         return None
     return Replica(
-        replicas=replicas if spec.replicas is None else spec.replicas,
-        restart_policy=spec.restart_policy or restart_policy.value,
-        template=spec.template,
+        replicas=replicas if replica.replicas is None else replica.replicas,
+        restart_policy=replica.restart_policy or DEFAULT_RESTART_POLICY[kind].value,
+        template=replica.template,
     )

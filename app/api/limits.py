@@ -19,6 +19,10 @@ from typing import Any
 
 import orjson
 
+from app.api import names
+from app.api.defaults import Job
+from app.api.types import MPIImplementation
+
 INT32_MAX = 2**31 - 1
 MAX_WORKERS = 16_384
 MAX_WORKERS_MESSAGE = (
@@ -41,8 +45,6 @@ TEMPLATE_BUDGET_REASON = (
     f" at most 256 KiB, so the template must stay under {TEMPLATE_BUDGET} bytes"
 )
 
-_WORKER_INFIX = "-worker-"
-_LAUNCHER_SUFFIX = "-launcher"
 _SHEBANG = "#!/bin/sh\\n"  # JSON-escaped: the newline is two bytes in the annotation
 _ECHO = "echo "
 _NEWLINE = 2  # "\n" once JSON-escaped
@@ -58,24 +60,17 @@ def digits_total(count: int) -> int:
     return total
 
 
-def config_bytes(
-    name: str,
-    namespace: str,
-    cluster_domain: str,
-    *,
-    replicas: int,
-    slots: int,
-    launcher_is_worker: bool,
-    openmpi: bool,
-) -> int:
+def config_bytes(job: Job, cluster_domain: str) -> int:
     """JSON-encoded size of ``hostfile`` plus ``discover_hosts.sh`` when every worker runs."""
-    tail = len(name) + len(namespace) + len(".svc") + 2 + (len(cluster_domain) + 1 if cluster_domain else 0)
+    replicas, slots = job.worker_replicas, job.slots_per_worker
+    tail = len(names.host_suffix(job.name, job.namespace, cluster_domain))
+    openmpi = job.mpi_implementation == MPIImplementation.OPENMPI
     slot_suffix = len(f" slots={slots}") if openmpi else len(f":{slots}")
-    worker_hosts = replicas * (len(name) + len(_WORKER_INFIX) + tail) + digits_total(replicas)
-    hosts = replicas + (1 if launcher_is_worker else 0)
-    host_chars = worker_hosts + (len(name) + len(_LAUNCHER_SUFFIX) + tail if launcher_is_worker else 0)
-    hostfile = host_chars + hosts * (slot_suffix + _NEWLINE)
-    discover = len(_SHEBANG) + host_chars + hosts * (len(_ECHO) + _NEWLINE)
+    worker_hosts = replicas * (len(names.worker_prefix(job.name)) + tail) + digits_total(replicas)
+    launcher_host = len(names.launcher_name(job.name)) + tail if job.run_launcher_as_worker else 0
+    hosts = replicas + (1 if job.run_launcher_as_worker else 0)
+    hostfile = worker_hosts + launcher_host + hosts * (slot_suffix + _NEWLINE)
+    discover = len(_SHEBANG) + worker_hosts + launcher_host + hosts * (len(_ECHO) + _NEWLINE)
     return hostfile + discover
 
 

@@ -18,6 +18,13 @@ from pydantic import ValidationError
 
 from app.api import lint_commands as cmd
 from app.api import lint_crd as crd
+from app.api import names
+from app.api.defaults import (
+    DEFAULT_SLOTS_PER_WORKER,
+    DEFAULT_SSH_AUTH_MOUNT_PATH,
+    Job,
+    with_defaults,
+)
 from app.api.lint_types import Finding, Severity
 from app.api.types import API_VERSION, KIND, MPIImplementation, MPIJob, ReplicaType
 
@@ -51,7 +58,10 @@ RULES: dict[str, str] = {
     Rule.INVALID: "the hook's validation (upstream's ValidateMPIJob) rejects the job: nothing is created",
     Rule.CRD_REJECTED: "the CRD's schema or CEL rules reject the job at kubectl apply",
     Rule.UNKNOWN_FIELD: "a field the MPIJob API does not have: rejected by kubectl apply, pruned otherwise",
-    Rule.NAME_TOO_LONG: "the last worker's hostname <name>-worker-<N-1> exceeds 63 characters",
+    Rule.NAME_TOO_LONG: (
+        f"the last worker's hostname <name>{names.WORKER_INFIX}<N-1> exceeds {names.DNS1035_LABEL_MAX}"
+        " characters"
+    ),
     Rule.OLD_API_VERSION: "kubeflow.org/v1alpha1, v1alpha2 or v1: not served by this CRD",
     Rule.SLOTS_IN_REPLICA_SPEC: "slotsPerWorker written inside a replica spec, where it is pruned",
     Rule.NP_MISMATCH: "mpirun -np differs from the hostfile's slots (slotsPerWorker x workers)",
@@ -62,7 +72,9 @@ RULES: dict[str, str] = {
     Rule.LAUNCHER_COMMAND: "the launcher runs neither mpirun, mpiexec nor horovodrun",
     Rule.WORKER_COMMAND: "a worker command that does not start sshd",
     Rule.HOSTNETWORK_PORT_CLASH: "hostNetwork pods that may share a node and clash on sshd's port",
-    Rule.SSH_PATH_FOR_NON_ROOT: "the SSH key goes to /root/.ssh but the containers run as another user",
+    Rule.SSH_PATH_FOR_NON_ROOT: (
+        f"the SSH key goes to {DEFAULT_SSH_AUTH_MOUNT_PATH} but the containers run as another user"
+    ),
 }
 
 LAUNCHER = f"spec.mpiReplicaSpecs.{ReplicaType.LAUNCHER.value}"
@@ -99,8 +111,9 @@ def lint(job: MPIJob, raw: Mapping[str, Any] | None = None, *, validated: bool =
     ``validated``: the caller's validation passed already (the hook), so it is not run again."""
     if job.api_version in OLD_API_VERSIONS:
         return [_old_api_version(job.api_version)]
-    findings = [*crd.rejections(job, raw, validated=validated), *_rules_on_raw(raw)]
-    findings += [f for check in _CHECKS for f in check(job)]
+    defaulted = with_defaults(job)
+    findings = [*crd.rejections(job, defaulted, raw, validated=validated), *_rules_on_raw(raw)]
+    findings += [f for check in _CHECKS for f in check(defaulted)]
     ignored = {r.strip() for r in job.metadata.annotations.get(IGNORE_ANNOTATION, "").split(",")}
     return [f for f in findings if f.rule not in ignored or f.severity is Severity.ERROR]
 
@@ -127,7 +140,8 @@ def _rules_on_raw(raw: Mapping[str, Any] | None) -> Iterator[Finding]:
                 Severity.ERROR,
                 f"spec.mpiReplicaSpecs.{name}.slotsPerWorker",
                 "slotsPerWorker belongs to spec, not to a replica spec: kubectl apply rejects it as an"
-                " unknown field, other clients drop it and the job runs with slotsPerWorker 1",
+                " unknown field, other clients drop it and the job runs with slotsPerWorker"
+                f" {DEFAULT_SLOTS_PER_WORKER}",
                 f"move it up: spec.slotsPerWorker: {spec['slotsPerWorker']}",
             )
 
@@ -143,36 +157,30 @@ def _get(node: Any, *keys: str) -> Any:
 # --- the silent mistakes -----------------------------------------------------------------------------
 
 
-def _slots(job: MPIJob) -> int:
-    return 1 if job.spec.slots_per_worker is None else job.spec.slots_per_worker
+# The checks read the defaulted job (``with_defaults``): what the hook would run, not what was written.
 
 
-def _workers(job: MPIJob) -> int:
-    worker = job.spec.replica(ReplicaType.WORKER)
-    return (worker.replicas or 0) if worker is not None else 0
-
-
-def _containers(job: MPIJob, kind: ReplicaType) -> list[dict[str, Any]]:
-    spec = job.spec.replica(kind)
-    containers = _get(spec.template if spec else None, "spec", "containers")
+def _containers(job: Job, kind: ReplicaType) -> list[dict[str, Any]]:
+    replica = job.replica(kind)
+    containers = _get(replica.template if replica else None, "spec", "containers")
     return [c for c in containers if isinstance(c, dict)] if isinstance(containers, list) else []
 
 
-def _pod_spec(job: MPIJob, kind: ReplicaType) -> Mapping[str, Any]:
-    spec = job.spec.replica(kind)
-    pod = _get(spec.template if spec else None, "spec")
+def _pod_spec(job: Job, kind: ReplicaType) -> Mapping[str, Any]:
+    replica = job.replica(kind)
+    pod = _get(replica.template if replica else None, "spec")
     return pod if isinstance(pod, Mapping) else {}
 
 
-def _np_mismatch(job: MPIJob) -> Iterator[Finding]:
-    slots, workers = _slots(job), _workers(job)
-    total = slots * workers + (slots if job.spec.run_launcher_as_worker else 0)
+def _np_mismatch(job: Job) -> Iterator[Finding]:
+    slots, workers = job.slots_per_worker, job.worker_replicas
+    total = slots * workers + (slots if job.run_launcher_as_worker else 0)
     for index, container in enumerate(_containers(job, ReplicaType.LAUNCHER)):
         launch = cmd.find_launch(container)
         if launch is None or launch.processes is None or launch.processes == total:
             continue
         how = f"slotsPerWorker {slots} x {workers} workers"
-        if job.spec.run_launcher_as_worker:
+        if job.run_launcher_as_worker:
             how += f" + {slots} on the launcher (runLauncherAsWorker)"
         if launch.processes > total:
             effect = (
@@ -213,9 +221,9 @@ def _whole(value: Any) -> int:
         return 0
 
 
-def _gpu_slots_mismatch(job: MPIJob) -> Iterator[Finding]:
-    slots = _slots(job)
-    kinds = [ReplicaType.WORKER] + ([ReplicaType.LAUNCHER] if job.spec.run_launcher_as_worker else [])
+def _gpu_slots_mismatch(job: Job) -> Iterator[Finding]:
+    slots = job.slots_per_worker
+    kinds = [ReplicaType.WORKER] + ([ReplicaType.LAUNCHER] if job.run_launcher_as_worker else [])
     for kind in kinds:
         gpus = _gpus(_containers(job, kind))
         if gpus and gpus != slots:
@@ -230,9 +238,9 @@ def _gpu_slots_mismatch(job: MPIJob) -> Iterator[Finding]:
             )
 
 
-def _launcher_gpus_hidden(job: MPIJob) -> Iterator[Finding]:
+def _launcher_gpus_hidden(job: Job) -> Iterator[Finding]:
     gpus = _gpus(_containers(job, ReplicaType.LAUNCHER))
-    if gpus and not job.spec.run_launcher_as_worker:
+    if gpus and not job.run_launcher_as_worker:
         yield Finding(
             Rule.LAUNCHER_GPUS_HIDDEN,
             Severity.WARNING,
@@ -243,8 +251,9 @@ def _launcher_gpus_hidden(job: MPIJob) -> Iterator[Finding]:
         )
 
 
-def _gpus_held_after_finish(job: MPIJob) -> Iterator[Finding]:
-    if job.spec.run_policy.clean_pod_policy is None and _gpus(_containers(job, ReplicaType.WORKER)):
+def _gpus_held_after_finish(job: Job) -> Iterator[Finding]:
+    # Unset as written (``run_policy`` is not defaulted): the default None is the mistake to point at.
+    if job.run_policy.clean_pod_policy is None and _gpus(_containers(job, ReplicaType.WORKER)):
         yield Finding(
             Rule.GPUS_HELD_AFTER_FINISH,
             Severity.WARNING,
@@ -255,8 +264,8 @@ def _gpus_held_after_finish(job: MPIJob) -> Iterator[Finding]:
         )
 
 
-def _orte_only_settings(job: MPIJob) -> Iterator[Finding]:
-    if (job.spec.mpi_implementation or MPIImplementation.OPENMPI) != MPIImplementation.OPENMPI:
+def _orte_only_settings(job: Job) -> Iterator[Finding]:
+    if job.mpi_implementation != MPIImplementation.OPENMPI:
         return
     orte: list[tuple[str, str]] = []
     prrte = False
@@ -280,7 +289,7 @@ def _orte_only_settings(job: MPIJob) -> Iterator[Finding]:
         )
 
 
-def _launcher_command(job: MPIJob) -> Iterator[Finding]:
+def _launcher_command(job: Job) -> Iterator[Finding]:
     containers = _containers(job, ReplicaType.LAUNCHER)
     if not containers or any(cmd.find_launch(c) is not None for c in containers):
         return
@@ -306,7 +315,7 @@ def _launcher_command(job: MPIJob) -> Iterator[Finding]:
     )
 
 
-def _worker_command(job: MPIJob) -> Iterator[Finding]:
+def _worker_command(job: Job) -> Iterator[Finding]:
     containers = _containers(job, ReplicaType.WORKER)
     with_command = [(i, c) for i, c in enumerate(containers) if c.get("command") or c.get("args")]
     if not with_command or len(with_command) < len(containers):
@@ -326,14 +335,14 @@ def _worker_command(job: MPIJob) -> Iterator[Finding]:
     )
 
 
-def _hostnetwork_port_clash(job: MPIJob) -> Iterator[Finding]:
+def _hostnetwork_port_clash(job: Job) -> Iterator[Finding]:
     worker = _pod_spec(job, ReplicaType.WORKER)
     if not worker.get("hostNetwork"):
         return
     launcher_too = bool(
-        job.spec.run_launcher_as_worker and _pod_spec(job, ReplicaType.LAUNCHER).get("hostNetwork")
+        job.run_launcher_as_worker and _pod_spec(job, ReplicaType.LAUNCHER).get("hostNetwork")
     )
-    pods = _workers(job) + (1 if launcher_too else 0)
+    pods = job.worker_replicas + (1 if launcher_too else 0)
     if pods < 2 or _one_per_node(worker):
         return
     yield Finding(
@@ -365,7 +374,7 @@ def _one_per_node(pod: Mapping[str, Any]) -> bool:
     )
 
 
-def _run_as_user(job: MPIJob, kind: ReplicaType, container: Mapping[str, Any]) -> int | None:
+def _run_as_user(job: Job, kind: ReplicaType, container: Mapping[str, Any]) -> int | None:
     """The container's user id as written (container, else pod securityContext); None when unset."""
     for context in (container.get("securityContext"), _pod_spec(job, kind).get("securityContext")):
         user = context.get("runAsUser") if isinstance(context, Mapping) else None
@@ -374,8 +383,8 @@ def _run_as_user(job: MPIJob, kind: ReplicaType, container: Mapping[str, Any]) -
     return None
 
 
-def _ssh_path_for_non_root(job: MPIJob) -> Iterator[Finding]:
-    if job.spec.ssh_auth_mount_path not in (None, "", "/root/.ssh"):
+def _ssh_path_for_non_root(job: Job) -> Iterator[Finding]:
+    if job.ssh_auth_mount_path != DEFAULT_SSH_AUTH_MOUNT_PATH:
         return
     for kind in ReplicaType:
         for container in _containers(job, kind):
@@ -386,14 +395,15 @@ def _ssh_path_for_non_root(job: MPIJob) -> Iterator[Finding]:
                 Rule.SSH_PATH_FOR_NON_ROOT,
                 Severity.WARNING,
                 "spec.sshAuthMountPath",
-                f"the SSH key is mounted at /root/.ssh (the default), but the {kind.value.lower()} runs as"
-                f" user {user}, whose ssh looks in its own ~/.ssh: 'Permission denied (publickey)'",
+                f"the SSH key is mounted at {DEFAULT_SSH_AUTH_MOUNT_PATH} (the default), but the"
+                f" {kind.value.lower()} runs as user {user}, whose ssh looks in its own ~/.ssh:"
+                " 'Permission denied (publickey)'",
                 "set spec.sshAuthMountPath to that user's ~/.ssh, e.g. /home/mpiuser/.ssh",
             )
             return
 
 
-_CHECKS: tuple[Callable[[MPIJob], Iterator[Finding]], ...] = (
+_CHECKS: tuple[Callable[[Job], Iterator[Finding]], ...] = (
     _np_mismatch,
     _gpu_slots_mismatch,
     _launcher_gpus_hidden,

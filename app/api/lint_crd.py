@@ -13,7 +13,8 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from app.api.defaults import with_defaults
+from app.api import names
+from app.api.defaults import Job
 from app.api.lint_types import Finding, Severity
 from app.api.types import (
     LauncherCreationPolicy,
@@ -26,26 +27,15 @@ from app.api.types import (
     RunPolicy,
     SchedulingPolicy,
 )
-from app.api.validation import FieldError, dns1035_errors, validate
+from app.api.validation import FieldError, validate
 
-DNS1035_MAX = 63
-WORKER_INFIX = "-worker-"
-_BUDGET = DNS1035_MAX - len(WORKER_INFIX)
-NOT_DNS1035 = (
-    "must be a DNS-1035 label (lower case alphanumeric characters or '-', starting with a letter and ending"
-    f" with an alphanumeric character): worker pods and their hostnames are named <name>{WORKER_INFIX}<index>"
-)
-NAME_TOO_LONG = (
-    f"is too long: the hostname of the last worker, <name>{WORKER_INFIX}<replicas-1>, must be no more than"
-    f" {DNS1035_MAX} characters (names up to {_BUDGET - 1} characters allow up to 10 workers, up to"
-    f" {_BUDGET - 3} characters up to 1000)"
-)
-
-# The apiserver's Quantity syntax, as the CRD's minResources carries it.
-_QUANTITY = re.compile(
+# The apiserver's Quantity syntax (k8s.io/apimachinery resource.Quantity), as controller-gen CRDs carry it:
+# the CRD's minResources pattern (tools/gen_crd.py) and lint's check of it.
+QUANTITY_PATTERN = (
     r"^(\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))"
     r"(([KMGTPE]i)|[numkMGTPE]|([eE](\+|-)?(([0-9]+(\.[0-9]*)?)|(\.[0-9]+))))?$"
 )
+_QUANTITY = re.compile(QUANTITY_PATTERN)
 
 _FIXES = {
     "replicas": "Launcher replicas must be 1; Worker replicas a number >= 1",
@@ -77,31 +67,32 @@ def _finding(rule: str, path: str, message: str) -> Finding:
     return Finding(rule, Severity.ERROR, path, message, _fix(path))
 
 
-def rejections(job: MPIJob, raw: Mapping[str, Any] | None, *, validated: bool = False) -> list[Finding]:
+def rejections(
+    job: MPIJob, defaulted: Job, raw: Mapping[str, Any] | None, *, validated: bool = False
+) -> list[Finding]:
     """Errors from the CRD (name rules, schema-only checks, unknown fields), then from validation
-    (skipped when ``validated``: the hook lints only jobs its own validation, with its settings, passed)."""
-    crd = [*_name_rules(job), *_schema_only(job), *_unknown_fields(raw)]
+    (skipped when ``validated``: the hook lints only jobs its own validation, with its settings, passed).
+    The schema sees ``job`` as parsed; validation and the name rules see ``defaulted`` (``with_defaults``)."""
+    crd = [*_name_rules(defaulted), *_schema_only(job), *_unknown_fields(raw)]
     if validated:
         return crd
     taken = {f.path for f in crd}
-    return crd + [f for f in _validation(job) if f.path not in taken]
+    return crd + [f for f in _validation(defaulted) if f.path not in taken]
 
 
-def _name_rules(job: MPIJob) -> Iterator[Finding]:
-    name = job.metadata.name
+def _name_rules(job: Job) -> Iterator[Finding]:
+    name = job.name
     if not name:
         return
-    if any("must be no more" not in problem for problem in dns1035_errors(name)):
-        yield _finding("crd-rejected", "metadata.name", NOT_DNS1035)
-    worker = job.spec.replica(ReplicaType.WORKER)
-    replicas = worker.replicas if worker is not None and worker.replicas is not None else 0
-    index = replicas - 1 if replicas > 1 else 0
-    if len(name) + len(WORKER_INFIX) + len(str(index)) > DNS1035_MAX:
-        yield _finding("name-too-long", "metadata.name", NAME_TOO_LONG)
+    if any("must be no more" not in problem for problem in names.dns1035_label_errors(name)):
+        yield _finding("crd-rejected", "metadata.name", names.NAME_NOT_DNS1035)
+    last_worker = names.worker_name(name, names.last_worker_index(job.worker_replicas))
+    if len(last_worker) > names.DNS1035_LABEL_MAX:
+        yield _finding("name-too-long", "metadata.name", names.NAME_TOO_LONG)
 
 
 def _unsupported(path: str, value: str, allowed: list[str]) -> Finding:
-    text = str(FieldError(path, "NotSupported", "", value, tuple(allowed), named_type=True))
+    text = str(FieldError.not_supported(path, value, tuple(allowed)))
     return _finding("crd-rejected", path, text[len(path) + 2 :])
 
 
@@ -147,8 +138,8 @@ def _schema_only(job: MPIJob) -> Iterator[Finding]:
             )
 
 
-def _validation(job: MPIJob) -> Iterator[Finding]:
-    for error in validate(with_defaults(job)):
+def _validation(job: Job) -> Iterator[Finding]:
+    for error in validate(job):
         path = error.field.replace("[", ".").replace("]", "")
         yield _finding("invalid", path, str(error)[len(error.field) + 2 :])
 

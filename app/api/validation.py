@@ -15,11 +15,10 @@ limits of ``limits``, all checked before anything is built.
 from __future__ import annotations
 
 import json
-import re
 from dataclasses import dataclass
 from typing import Any
 
-from app.api import limits
+from app.api import limits, names
 from app.api.defaults import Job, Replica
 from app.api.template_shape import INT64_MAX, INT64_MIN, template_problems
 from app.api.types import (
@@ -32,20 +31,10 @@ from app.api.types import (
     RunPolicy,
 )
 
-_DNS1035 = re.compile(r"^[a-z]([-a-z0-9]*[a-z0-9])?$")
-_DNS1035_MAX = 63
-_DNS1035_MESSAGE = (
-    "a DNS-1035 label must consist of lower case alphanumeric characters or '-', start with an "
-    "alphabetic character, and end with an alphanumeric character (e.g. 'my-name',  or 'abc-123', "
-    "regex used for validation is '[a-z]([-a-z0-9]*[a-z0-9])?')"
-)
-
-
 # Built once: enum member lookups per sync are measurable in a small job's sync time.
 _IMPLEMENTATIONS = tuple(sorted(m.value for m in MPIImplementation))
 _RESTART_POLICIES = (RestartPolicy.NEVER.value, RestartPolicy.ON_FAILURE.value)
 _CLEAN_POD_POLICIES = tuple(sorted(p.value for p in CleanPodPolicy))
-_OPENMPI = MPIImplementation.OPENMPI.value
 
 
 @dataclass(frozen=True, slots=True)
@@ -59,6 +48,11 @@ class FieldError:
     supported: tuple[str, ...] = ()
     # Go's json.Marshal HTML-escapes values of named string types (enums), not plain strings.
     named_type: bool = False
+
+    @classmethod
+    def not_supported(cls, field: str, value: str, supported: tuple[str, ...]) -> FieldError:
+        """``field.NotSupported`` of an enum: upstream's enums are named string types."""
+        return cls(field, "NotSupported", "", value, supported, named_type=True)
 
     def __str__(self) -> str:
         if self.kind == "Required":
@@ -113,15 +107,7 @@ def _validate_sizes(job: Job, cluster_domain: str, annotation_budget: bool) -> l
             if size > limits.TEMPLATE_BUDGET:
                 detail = f"the pod template encodes to {size} bytes; {limits.TEMPLATE_BUDGET_REASON}"
                 errors.append(FieldError(f"spec.mpiReplicaSpecs[{kind}].template", "TooLong", detail))
-    size = limits.config_bytes(
-        job.name,
-        job.namespace,
-        cluster_domain,
-        replicas=job.worker_replicas,
-        slots=job.slots_per_worker,
-        launcher_is_worker=job.run_launcher_as_worker,
-        openmpi=job.mpi_implementation == _OPENMPI,
-    )
+    size = limits.config_bytes(job, cluster_domain)
     budget = limits.CONFIG_BUDGET if annotation_budget else limits.CONFIG_BUDGET_SERVER_SIDE_APPLY
     if size > budget:
         detail = (
@@ -134,20 +120,11 @@ def _validate_sizes(job: Job, cluster_domain: str, annotation_budget: bool) -> l
     return errors
 
 
-def dns1035_errors(value: str) -> list[str]:
-    errors = []
-    if len(value) > _DNS1035_MAX:
-        errors.append(f"must be no more than {_DNS1035_MAX} characters")
-    if not _DNS1035.fullmatch(value):
-        errors.append(_DNS1035_MESSAGE)
-    return errors
-
-
 def _validate_name(job: Job) -> list[FieldError]:
     # A count beyond MAX_WORKERS is reported on the replicas field; its digits must not cost here.
-    replicas = min(max(job.worker_replicas, 1), limits.MAX_WORKERS)
-    hostname = f"{job.name}-worker-{replicas - 1}"
-    problems = dns1035_errors(hostname)
+    index = names.last_worker_index(min(job.worker_replicas, limits.MAX_WORKERS))
+    hostname = names.worker_name(job.name, index)
+    problems = names.dns1035_label_errors(hostname)
     if not problems:
         return []
     detail = f"will not able to create pod and service with invalid DNS label {json.dumps(hostname)}: " + (
@@ -161,18 +138,7 @@ def _validate_spec(job: Job, path: str) -> list[FieldError]:
     errors += _non_negative(job.slots_per_worker, f"{path}.slotsPerWorker")
     errors += _at_most(job.slots_per_worker, limits.INT32_MAX, f"{path}.slotsPerWorker")
     errors += _validate_run_policy(job, f"{path}.runPolicy")
-    implementations = _IMPLEMENTATIONS
-    if job.mpi_implementation not in implementations:
-        errors.append(
-            FieldError(
-                f"{path}.mpiImplementation",
-                "NotSupported",
-                "",
-                job.mpi_implementation,
-                tuple(implementations),
-                named_type=True,
-            )
-        )
+    errors += _enum(job.mpi_implementation, _IMPLEMENTATIONS, f"{path}.mpiImplementation")
     return errors
 
 
@@ -208,19 +174,7 @@ def _validate_replica_specs(job: Job, path: str) -> list[FieldError]:
 
 
 def _validate_replica_spec(spec: Replica, path: str) -> list[FieldError]:
-    errors: list[FieldError] = []
-    allowed = _RESTART_POLICIES
-    if spec.restart_policy not in allowed:
-        errors.append(
-            FieldError(
-                f"{path}.restartPolicy",
-                "NotSupported",
-                "",
-                spec.restart_policy,
-                allowed,
-                named_type=True,
-            )
-        )
+    errors = _enum(spec.restart_policy, _RESTART_POLICIES, f"{path}.restartPolicy")
     problems = template_problems(spec.template, f"{path}.template")
     errors += [FieldError(field, "Forbidden", detail) for field, detail in problems]
     if problems:
@@ -235,19 +189,7 @@ def _validate_replica_spec(spec: Replica, path: str) -> list[FieldError]:
 
 
 def _validate_run_policy(job: Job, path: str) -> list[FieldError]:
-    errors: list[FieldError] = []
-    allowed = _CLEAN_POD_POLICIES
-    if job.clean_pod_policy not in allowed:
-        errors.append(
-            FieldError(
-                f"{path}.cleanPodPolicy",
-                "NotSupported",
-                "",
-                job.clean_pod_policy,
-                allowed,
-                named_type=True,
-            )
-        )
+    errors = _enum(job.clean_pod_policy, _CLEAN_POD_POLICIES, f"{path}.cleanPodPolicy")
     policy = job.run_policy
     for name, value, most in (
         ("ttlSecondsAfterFinished", policy.ttl_seconds_after_finished, limits.INT32_MAX),
@@ -277,6 +219,12 @@ def _validate_scheduling_policy(policy: RunPolicy, path: str) -> list[FieldError
             errors += _non_negative(value, f"{path}.{name}")
             errors += _at_most(value, limits.INT32_MAX, f"{path}.{name}")
     return errors
+
+
+def _enum(value: str, allowed: tuple[str, ...], path: str) -> list[FieldError]:
+    if value in allowed:
+        return []
+    return [FieldError.not_supported(path, value, allowed)]
 
 
 def _at_most(value: int, most: int, path: str) -> list[FieldError]:

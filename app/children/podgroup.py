@@ -1,9 +1,9 @@
 """The PodGroup ``<job>`` that gang-schedules an MPIJob, and the Pod decoration that joins it.
 
-Upstream's ``--gang-scheduling`` picks a PodGroup kind: Volcano's (``scheduling.volcano.sh/v1beta1``)
-or the scheduler-plugins coscheduler's (``scheduling.x-k8s.io/v1alpha1``). The builders here are pure and
-take plain values (``GangJob``) and the observed PriorityClass values, so the core decides only *whether*
-a PodGroup exists, never what is in it. Two deliberate fixes to upstream (README, compatibility table):
+Upstream's ``--gang-scheduling`` picks a PodGroup kind: Volcano's or the scheduler-plugins coscheduler's
+(``app.kube.gang``). The builders here are pure and take plain values (``GangJob``) and the observed
+PriorityClass values, so the core decides only *whether* a PodGroup exists, never what is in it. Two
+deliberate fixes to upstream (README, compatibility table):
 
 * While a ``WaitForWorkersReady`` launcher does not exist yet, the group counts only the workers
   (upstream #608: a group waiting for a launcher that waits for the group never starts).
@@ -16,64 +16,19 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from decimal import Decimal
-from typing import Any, Protocol
+from typing import Any
 
-from app.api.defaults import Job
+from app.api.defaults import Job, Replica
 from app.api.types import SchedulingPolicy
 from app.kube import names
+from app.kube.gang import KIND, GangScheduler
 from app.kube.quantity import canonical_quantity, format_quantity, parse_quantity
 
-VOLCANO = "volcano"
-VOLCANO_API_VERSION = "scheduling.volcano.sh/v1beta1"
-SCHEDULER_PLUGINS_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
-KIND = "PodGroup"
-RESOURCE = "podgroups"
 # Volcano: the job annotation naming the queue, and the Pod annotation naming the group.
 VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 # scheduler-plugins: the Pod label naming the group.
 SCHEDULER_PLUGINS_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
-
-
-@dataclass(frozen=True, slots=True)
-class GangScheduler:
-    """The gang scheduler the hook is configured for (``MPI_OPERATOR_GANG_SCHEDULING``)."""
-
-    scheduler_name: str
-
-    @property
-    def volcano(self) -> bool:
-        return self.scheduler_name == VOLCANO
-
-    @property
-    def api_version(self) -> str:
-        return VOLCANO_API_VERSION if self.volcano else SCHEDULER_PLUGINS_API_VERSION
-
-    @property
-    def child_key(self) -> str:
-        """The key of this PodGroup kind in a Metacontroller request's ``children``."""
-        return f"{KIND}.{self.api_version}"
-
-    @property
-    def overlay(self) -> str:
-        """The kustomize overlay that declares this PodGroup child and sets the matching setting."""
-        return "deploy/overlays/volcano" if self.volcano else "deploy/overlays/scheduler-plugins"
-
-
-def gang_scheduler(setting: str) -> GangScheduler | None:
-    """As upstream: empty = off, ``volcano`` = Volcano, any other value = scheduler-plugins with that name."""
-    setting = setting.strip()
-    return GangScheduler(setting) if setting else None
-
-
-class Replica(Protocol):
-    """A Launcher or Worker replica spec, however the caller represents it."""
-
-    @property
-    def replicas(self) -> int | None: ...
-
-    @property
-    def template(self) -> dict[str, Any]: ...
 
 
 @dataclass(frozen=True, slots=True)
@@ -104,7 +59,7 @@ def gang_job(job: Job, launcher_pending: bool = False) -> GangJob:
 
 def min_member(job: GangJob) -> int:
     """``schedulingPolicy.minAvailable``, else workers + 1; never a launcher that does not exist yet."""
-    workers = (job.worker.replicas or 0) if job.worker is not None else 0
+    workers = job.worker.replicas if job.worker is not None else 0
     explicit = job.policy.min_available if job.policy is not None else None
     if job.launcher_pending:
         return workers if explicit is None else min(explicit, workers)
@@ -156,7 +111,7 @@ def _gang_counts(job: GangJob, members: int, priorities: Mapping[str, int]) -> l
     ranked.sort(key=lambda entry: (-entry[0], entry[1]))
     counts, left = [], members
     for _, _, replica in ranked:
-        count = min(replica.replicas or 0, max(left, 0))
+        count = min(replica.replicas, max(left, 0))
         counts.append((replica, count))
         left -= count
     return counts

@@ -13,8 +13,9 @@ from typing import Any
 
 from app.api.defaults import Job
 from app.children.launcher import build_launcher
-from app.children.podgroup import GangScheduler, membership
+from app.children.podgroup import membership
 from app.children.workers import WorkerFactory
+from app.kube.gang import GangScheduler
 
 
 @dataclass(frozen=True)

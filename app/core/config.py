@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from app.children.podgroup import GangScheduler
+from app.kube.gang import GangScheduler
 
 
 @dataclass(frozen=True, slots=True)

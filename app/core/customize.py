@@ -1,8 +1,9 @@
 """The customize hook: ask Metacontroller for the launcher Job's Pods (grandchildren we can't see).
 
 With them ``/sync`` counts Running launcher Pods and explains launcher failures as upstream does. When
-the CompositeController declares a PodGroup child (gang scheduling), it also asks for every PriorityClass:
-their values rank the replicas in the PodGroup's minResources, as upstream's PriorityClass lister does.
+the CompositeController declares the PodGroup child of a gang scheduler (``app.kube.gang``), it also asks
+for every PriorityClass: their values rank the replicas in the PodGroup's minResources, as upstream's
+PriorityClass lister does.
 """
 
 from __future__ import annotations
@@ -13,6 +14,7 @@ import msgspec
 
 from app.api.types import API_VERSION, KIND
 from app.kube import names
+from app.kube.gang import declares_a_podgroup
 from app.kube.request import Controller, RequestError
 
 PRIORITY_CLASSES = {"apiVersion": "scheduling.k8s.io/v1", "resource": "priorityclasses"}
@@ -59,11 +61,6 @@ def customize(body: bytes) -> dict[str, Any]:
     if parent.metadata.namespace:
         related["namespace"] = parent.metadata.namespace
     rules = [related]
-    if _gang_scheduled(request.controller):
+    if declares_a_podgroup(request.controller):
         rules.append(dict(PRIORITY_CLASSES))  # no selector: all of them
     return {"relatedResources": rules}
-
-
-def _gang_scheduled(controller: Controller) -> bool:
-    children = (controller.spec.childResources if controller.spec else None) or []
-    return any(c.resource == "podgroups" for c in children)

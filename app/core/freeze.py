@@ -12,6 +12,7 @@ from typing import Any
 
 import orjson
 
+from app.kube import gang
 from app.kube.names import CONTROLLER_UID_LABEL, LAST_APPLIED_ANNOTATION
 from app.kube.request import Meta, SyncRequest
 
@@ -21,8 +22,8 @@ _KINDS = (
     ("services", "v1", "Service"),
     ("secrets", "v1", "Secret"),
     ("configmaps", "v1", "ConfigMap"),
-    ("volcano_podgroups", "scheduling.volcano.sh/v1beta1", "PodGroup"),
-    ("scheduler_plugins_podgroups", "scheduling.x-k8s.io/v1alpha1", "PodGroup"),
+    ("volcano_podgroups", gang.VOLCANO_API_VERSION, gang.KIND),
+    ("scheduler_plugins_podgroups", gang.SCHEDULER_PLUGINS_API_VERSION, gang.KIND),
 )
 
 

@@ -6,9 +6,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 
-from app.children.podgroup import RESOURCE as PODGROUPS
-from app.children.podgroup import SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION
 from app.kube import names
+from app.kube.gang import PODGROUP_API_VERSIONS, SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION
+from app.kube.gang import RESOURCE as PODGROUPS
 from app.kube.request import ObservedJob, ObservedPod, ObservedSecret, SyncRequest
 
 
@@ -92,9 +92,6 @@ def classify(job_name: str, request: SyncRequest) -> Observed:
         ),
         priorities=request.related.priority_values,
     )
-
-
-PODGROUP_API_VERSIONS = (VOLCANO_API_VERSION, SCHEDULER_PLUGINS_API_VERSION)
 
 
 def _podgroups(job_name: str, request: SyncRequest) -> frozenset[str]:

@@ -25,11 +25,11 @@ from typing import Any
 
 from app.api.defaults import Job
 from app.api.types import CleanPodPolicy, ConditionType, JobStatus, LauncherCreationPolicy
-from app.children.podgroup import RESOURCE as PODGROUPS
-from app.children.podgroup import GangScheduler
 from app.core import intents as i
 from app.core.observed import LauncherOutcome, LauncherState, Observed, WorkerCounts, launcher_state
 from app.kube import names
+from app.kube.gang import RESOURCE as PODGROUPS
+from app.kube.gang import GangScheduler
 
 
 @dataclass(frozen=True)

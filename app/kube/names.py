@@ -1,6 +1,23 @@
-"""Names, labels and fixed strings of the objects an MPIJob owns — all in one place, as upstream."""
+"""Names, labels and fixed strings of the objects an MPIJob owns — all in one place, as upstream.
+
+The child and host names are defined in ``app.api.names`` (validation checks the job's name against
+them) and re-exported here, so builders find every name of a child in this one module.
+"""
 
 from __future__ import annotations
+
+from app.api import names as _api
+
+# The child and host names, defined at the bottom layer with the DNS rules they imply.
+launcher_name = _api.launcher_name
+worker_name = _api.worker_name
+worker_prefix = _api.worker_prefix
+config_name = _api.config_name
+ssh_secret_name = _api.ssh_secret_name
+service_name = _api.service_name
+podgroup_name = _api.podgroup_name
+host_suffix = _api.host_suffix
+dns_search_domain = _api.dns_search_domain
 
 OPERATOR_NAME = "mpi-operator"
 OPERATOR_NAME_LABEL = "training.kubeflow.org/operator-name"
@@ -27,34 +44,6 @@ SSH_PUBLIC_KEY = "ssh-publickey"
 SSH_AUTH_SECRET_TYPE = "kubernetes.io/ssh-auth"
 
 
-def launcher_name(job: str) -> str:
-    return f"{job}-launcher"
-
-
-def worker_name(job: str, index: int) -> str:
-    return f"{job}-worker-{index}"
-
-
-def worker_prefix(job: str) -> str:
-    return f"{job}-worker-"
-
-
-def config_name(job: str) -> str:
-    return f"{job}-config"
-
-
-def ssh_secret_name(job: str) -> str:
-    return f"{job}-ssh"
-
-
-def service_name(job: str) -> str:
-    return job
-
-
-def podgroup_name(job: str) -> str:
-    return job
-
-
 def owned_labels(job: str) -> dict[str, str]:
     """Labels of the Service, ConfigMap, Secret and launcher Job (upstream: ``app: <job>``)."""
     return {APP_LABEL: job}
@@ -67,25 +56,3 @@ def pod_labels(job: str, role: str) -> dict[str, str]:
 def service_selector(job: str) -> dict[str, str]:
     """Matches the launcher and every worker, so each gets a DNS record under the Service."""
     return {OPERATOR_NAME_LABEL: OPERATOR_NAME, JOB_NAME_LABEL: job}
-
-
-# An empty cluster domain means two things, as upstream, kept side by side here:
-# - host names in the hostfile and discover_hosts.sh end at ``.svc`` (the Pod's resolver adds the domain);
-# - the workers' DNS search path still needs a full domain, so it falls back to ``cluster.local``.
-DEFAULT_CLUSTER_DOMAIN = "cluster.local"
-
-
-def host_fqdn(host: str, job: str, namespace: str, cluster_domain: str) -> str:
-    """A host in the hostfile: ``<host>.<job>.<ns>.svc[.<domain>]``."""
-    return host + host_suffix(job, namespace, cluster_domain)
-
-
-def host_suffix(job: str, namespace: str, cluster_domain: str) -> str:
-    """What follows each host name in the hostfile: ``.<job>.<ns>.svc[.<domain>]``."""
-    suffix = f".{job}.{namespace}.svc"
-    return f"{suffix}.{cluster_domain}" if cluster_domain else suffix
-
-
-def dns_search_domain(job: str, namespace: str, cluster_domain: str) -> str:
-    """The workers' ``dnsConfig.searches``; upstream hard-codes ``cluster.local`` (README: deviations)."""
-    return f"{job}.{namespace}.svc.{cluster_domain or DEFAULT_CLUSTER_DOMAIN}"

@@ -13,7 +13,7 @@ from dataclasses import dataclass
 import msgspec
 
 from app.api.types import API_VERSION, KIND
-from app.kube import depth
+from app.kube import depth, gang
 
 
 class RequestError(ValueError):
@@ -128,10 +128,10 @@ class Children(msgspec.Struct, frozen=True, gc=False):
     secrets: dict[str, ObservedSecret] | None = msgspec.field(default=None, name="Secret.v1")
     configmaps: dict[str, ObservedObject] | None = msgspec.field(default=None, name="ConfigMap.v1")
     volcano_podgroups: dict[str, ObservedObject] | None = msgspec.field(
-        default=None, name="PodGroup.scheduling.volcano.sh/v1beta1"
+        default=None, name=f"{gang.KIND}.{gang.VOLCANO_API_VERSION}"
     )
     scheduler_plugins_podgroups: dict[str, ObservedObject] | None = msgspec.field(
-        default=None, name="PodGroup.scheduling.x-k8s.io/v1alpha1"
+        default=None, name=f"{gang.KIND}.{gang.SCHEDULER_PLUGINS_API_VERSION}"
     )
 
 
