@@ -43,7 +43,7 @@ from sync_bench import KEYS, NOW, best, build_request  # noqa: E402
 from app.core.config import SyncConfig  # noqa: E402
 from app.core.sync import sync  # noqa: E402
 from app.kube.request import decode_request  # noqa: E402
-from app.memo import MAX_ENTRIES  # noqa: E402
+from app.server.memo import MAX_ENTRIES  # noqa: E402
 
 
 def _free_port() -> int:
@@ -56,8 +56,8 @@ def _free_port() -> int:
 # The floor runs with the hook's production settings too: uvicorn's options and the collector's.
 _SERVE = """
 import sys, uvicorn
-from app.cli import server_options
-from app.main import tune_gc
+from app.cli.main import server_options
+from app.server.main import tune_gc
 tune_gc()
 uvicorn.run(sys.argv[1], host="127.0.0.1", port=int(sys.argv[2]), **server_options("WARNING"))
 """
@@ -123,7 +123,8 @@ def size_row(workers: int, repeat: int, seed: Path) -> dict[str, float]:
     row = {"workers": workers, "request": len(body), "response": len(response)}
     row["in_process"] = best(in_process, repeat)
     floor_env = {"NOOP_RESPONSE_BYTES": str(len(response))}
-    hook_server, floor_server = server("app.main:app", hook_env(seed)), server("noop_app:app", floor_env)
+    hook_server = server("app.server.main:app", hook_env(seed))
+    floor_server = server("noop_app:app", floor_env)
     with hook_server as (port, pid), floor_server as (floor, _):
         idle = _status_kb(pid, "VmRSS")
         hook_connection = http.client.HTTPConnection("127.0.0.1", port, timeout=120)
@@ -167,7 +168,7 @@ def throughput(port: int, bodies: list[bytes], clients: int, seconds: float) -> 
 
 def changed_parents(body: bytes, count: int) -> list[bytes]:
     """``body`` with ``count`` different parent resourceVersions: more parents than the hook remembers
-    (``app.memo``), sent in turn, so every sync judges its parent afresh."""
+    (``app.server.memo``), sent in turn, so every sync judges its parent afresh."""
     request = orjson.loads(body)
     bodies = []
     for version in range(count):
@@ -180,7 +181,7 @@ def small_jobs(seed: Path, seconds: float) -> tuple[float, float, float, float]:
     """Syncs/s of a 1-worker job (its parent remembered, as in steady state; and every parent new), the
     floor's requests/s, and the steady p50."""
     body = build_request(1)
-    with server("app.main:app", hook_env(seed)) as (port, _):
+    with server("app.server.main:app", hook_env(seed)) as (port, _):
         hook, latencies = throughput(port, [body], 4, seconds)
         p50 = statistics.median(latencies)
         fresh, _ = throughput(port, changed_parents(body, 4 * MAX_ENTRIES), 4, seconds)
@@ -201,7 +202,7 @@ def concurrency(seed: Path, clients: int, seconds: float) -> tuple[float, float,
     latencies: list[float] = []
     errors = 0
     lock = threading.Lock()
-    with server("app.main:app", hook_env(seed)) as (port, _):
+    with server("app.server.main:app", hook_env(seed)) as (port, _):
         stop = time.monotonic() + seconds
 
         def client(body: bytes) -> None:
@@ -232,7 +233,7 @@ def concurrency(seed: Path, clients: int, seconds: float) -> tuple[float, float,
 def rss_over_syncs(seed: Path, syncs: int) -> list[int]:
     body = build_request(1)
     samples = []
-    with server("app.main:app", hook_env(seed)) as (port, pid):
+    with server("app.server.main:app", hook_env(seed)) as (port, pid):
         connection = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
         for i in range(syncs):
             post(connection, body)

@@ -18,7 +18,7 @@ import orjson
 from app.core.sync import SyncResult, Verdict, judge, sync
 from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
-from app.memo import ParentMemo, remember
+from app.server.memo import ParentMemo, remember
 from app.settings import Settings
 from tests.builders import (
     MPIJobBuilder,

@@ -43,7 +43,7 @@ from app.core.customize import customize
 from app.core.sync import Verdict, sync
 from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
-from app.memo import ParentMemo, remember
+from app.server.memo import ParentMemo, remember
 from app.settings import Settings
 from tests.builders import with_pod_status
 from tests.kube_schema import CUSTOM_KINDS, custom_resource_schema, schema_errors

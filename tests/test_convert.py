@@ -14,8 +14,8 @@ import pytest
 import yaml
 
 from app.api.lint import Severity, lint_manifest
-from app.convert import ConvertError, to_v2beta1
-from app.convert_trainjob import to_trainjob
+from app.convert.mpijob import ConvertError, to_v2beta1
+from app.convert.trainjob import to_trainjob
 from tests.test_cli import mpijob, objects
 from tests.test_crd import CRD_FILE, _nodes, admission_errors
 

@@ -21,10 +21,10 @@ import pytest
 import yaml
 from fastapi.testclient import TestClient
 
-from app.guard import SPARE_BUFFER_BYTES
 from app.kube.keys import SeededKeys
-from app.main import create_app
-from app.memo import MAX_TOTAL_BYTES as MEMO_BYTES
+from app.server.guard import SPARE_BUFFER_BYTES
+from app.server.main import create_app
+from app.server.memo import MAX_TOTAL_BYTES as MEMO_BYTES
 from app.settings import Settings
 
 ROOT = Path(__file__).resolve().parents[1]

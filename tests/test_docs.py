@@ -249,7 +249,7 @@ def check_other(argv: list[str], page: Page) -> None:
         page.venvs.add(argv[3])
     elif len(argv) >= 3 and argv[0].endswith("/bin/pip") and argv[1:] == ["install", "."]:
         assert argv[0].removesuffix("/bin/pip") in page.venvs
-        assert 'mpijob = "app.cli:main"' in (ROOT / "pyproject.toml").read_text()
+        assert 'mpijob = "app.cli.main:main"' in (ROOT / "pyproject.toml").read_text()
     elif argv[0] == "export" and argv[1].startswith("PATH="):
         assert any(f"{venv}/bin" in argv[1] for venv in page.venvs)
     elif argv[0] == "export" and argv[1].startswith("MPI_HOOK_E2E_"):

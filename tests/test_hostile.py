@@ -20,7 +20,7 @@ from app.kube.depth import prune
 from app.kube.keys import SeededKeys
 from app.kube.quantity import canonical_quantity
 from app.kube.request import decode_request
-from app.main import create_app
+from app.server.main import create_app
 from app.settings import Settings
 from tests.conftest import TEST_SEED
 

@@ -93,7 +93,8 @@ def hook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hook]:
     env = {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_")}
     env.update(MPI_OPERATOR_SSH_KEY_SEED_FILE=str(seed), MPI_OPERATOR_LOG_LEVEL="DEBUG", PYTHONUNBUFFERED="1")
     port = free_port()
-    command = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
+    uvicorn = [sys.executable, "-m", "uvicorn", "app.server.main:app"]
+    command = [*uvicorn, "--host", "127.0.0.1", "--port", str(port)]
     with log.open("wb") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

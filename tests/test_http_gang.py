@@ -37,7 +37,8 @@ def server(workdir: Path, gang_scheduling: str) -> Iterator[Hook]:
         PYTHONUNBUFFERED="1",
     )
     port = free_port()
-    command = [sys.executable, "-m", "uvicorn", "app.main:app", "--host", "127.0.0.1", "--port", str(port)]
+    uvicorn = [sys.executable, "-m", "uvicorn", "app.server.main:app"]
+    command = [*uvicorn, "--host", "127.0.0.1", "--port", str(port)]
     with log.open("wb") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     try:

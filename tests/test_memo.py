@@ -7,7 +7,7 @@ from typing import Any
 import orjson
 
 from app.core.sync import Verdict
-from app.memo import ParentMemo
+from app.server.memo import ParentMemo
 from app.settings import Settings
 from tests.builders import mpijob, sync_request
 from tests.golden_cases import all_cases, sync_at_now

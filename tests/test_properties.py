@@ -32,7 +32,7 @@ from app.core.customize import customize
 from app.core.sync import Verdict, judge, sync
 from app.kube.keys import SeededKeys
 from app.kube.request import RequestError, decode_request
-from app.memo import ParentMemo, remember
+from app.server.memo import ParentMemo, remember
 from tests.builders import launcher_pod, mpijob, observe, sync_request, with_job_status, with_pod_status
 from tests.kube_schema import schema_errors
 from tests.metacontroller import FakeMetacontroller

@@ -8,7 +8,7 @@ import pytest
 from fastapi.testclient import TestClient
 
 from app.kube.keys import SSHKeyPair
-from app.main import create_app
+from app.server.main import create_app
 from app.settings import Settings
 
 FIRST_SYNC = Path(__file__).parent / "fixtures" / "wire" / "sync-request-01-first-sync-no-children.json"
@@ -38,7 +38,7 @@ def test_customize_failing_unexpectedly_is_a_503_without_details(monkeypatch: py
     def broken(body: bytes) -> dict[str, object]:
         raise RuntimeError("simulated bug in customize")
 
-    monkeypatch.setattr("app.main.customize", broken)
+    monkeypatch.setattr("app.server.main.customize", broken)
     client = TestClient(create_app(Settings()), raise_server_exceptions=False)
     response = client.post("/customize", content=FIRST_SYNC.read_bytes())
     assert response.status_code == 503

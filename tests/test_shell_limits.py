@@ -23,9 +23,9 @@ from pathlib import Path
 
 import pytest
 
-from app import logs
 from app.core.sync import Outcome, SyncResult
-from app.metrics import Metrics
+from app.server import logs
+from app.server.metrics import Metrics
 from tests.e2e.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -52,7 +52,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         PYTHONUNBUFFERED="1",
     )
     port = free_port()
-    command = [sys.executable, "-m", "app.cli", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    command = [sys.executable, "-m", "app.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)]
     with log.open("wb") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
@@ -196,7 +196,7 @@ def test_job_info_drops_finished_and_forgotten_jobs() -> None:
 
 
 def test_byte_budget_queues_past_its_total_and_refuses_after_the_wait() -> None:
-    from app.guard import ByteBudget, Rejected
+    from app.server.guard import ByteBudget, Rejected
 
     async def scenario() -> list[str]:
         seen: list[int] = []
@@ -228,7 +228,7 @@ def test_a_failure_around_the_core_is_a_bare_503(monkeypatch: pytest.MonkeyPatch
     from fastapi.testclient import TestClient
 
     from app.kube.keys import SeededKeys
-    from app.main import create_app
+    from app.server.main import create_app
     from app.settings import Settings
 
     app = create_app(Settings(), SeededKeys(b"s" * 32))

@@ -26,7 +26,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python tools/gen_install.py` puts tools/ on sys.path, not the repo root
     sys.path.insert(0, str(ROOT))
 
-from app.yamlio import dump_all  # noqa: E402  (needs the sys.path entry above)
+from app.cli.yamlio import dump_all  # noqa: E402  (needs the sys.path entry above)
 from tools.generated import write_or_check  # noqa: E402  (needs the sys.path entry above)
 
 SOURCE = "deploy"

@@ -112,7 +112,7 @@ class LeftAlone:
 
 
 # What the parent alone decides, before any child is looked at. Immutable, so the shell may remember it
-# by the parent's bytes and share it between syncs (``app.memo``).
+# by the parent's bytes and share it between syncs (``app.server.memo``).
 Verdict = Valid | Invalid | LeftAlone
 Judge = Callable[[bytes, SyncConfig], Verdict]
 

@@ -1,4 +1,4 @@
-"""Our hook as users run it: ``uvicorn app.main:app`` in its own process, configured by ``MPI_OPERATOR_*``.
+"""Our hook as users run it: ``uvicorn app.server.main:app`` in its own process, set by ``MPI_OPERATOR_*``.
 
 It listens on a fixed loopback port chosen once, so Metacontroller's hook URLs stay valid when a test kills
 the hook and starts it again. Its log (JSON lines: an ``event`` record with namespace, job, type and reason
@@ -58,7 +58,7 @@ class Hook:
             sys.executable,
             "-m",
             "uvicorn",
-            "app.main:app",
+            "app.server.main:app",
             "--host",
             self.host,
             "--port",

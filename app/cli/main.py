@@ -3,8 +3,8 @@
 Conventions for every subcommand: ``-`` reads standard input; a YAML error names FILE:LINE:COLUMN; there is
 never a traceback (an unexpected failure is one line and exit code 3); colour only on a terminal (and never
 with ``NO_COLOR``). Exit codes: 0 done/clean, 1 findings (lint at or above ``--fail-on``; render of an invalid
-job), 2 unusable input or settings. Formatting lives here; decisions live in ``app.api.lint``, ``app.convert``
-and the hook's own ``sync``.
+job), 2 unusable input or settings. Formatting lives here; decisions live in ``app.api.lint``,
+``app.convert`` and the hook's own ``sync``.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-EXIT_OK, EXIT_FINDINGS, EXIT_UNUSABLE, EXIT_INTERNAL = 0, 1, 2, 3
+from app.cli.exits import EXIT_INTERNAL, EXIT_OK, EXIT_UNUSABLE
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -122,7 +122,7 @@ def main(argv: list[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "serve":
         return _serve(args.host, args.port, args.workers)
-    from app import cli_commands as commands
+    from app.cli import commands
 
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
         "render": commands.render,
@@ -138,7 +138,7 @@ def server_options(log_level: str) -> dict[str, Any]:
     uvloop and httptools: the fastest loop and parser uvicorn has. ``limit_concurrency`` answers 503
     past 64 open requests (the body guard already queues large ones by bytes); the keep-alive outlives
     Go's idle connections less than its 90 s idle timeout, so Metacontroller reuses connections.
-    Logging is configured by ``app.logs`` (text or JSON), not by uvicorn.
+    Logging is configured by ``app.server.logs`` (text or JSON), not by uvicorn.
     """
     return {
         "loop": "uvloop",
@@ -153,31 +153,31 @@ def server_options(log_level: str) -> dict[str, Any]:
 def _serve(host: str, port: int, workers: int) -> int:
     import uvicorn
 
-    from app import logs
+    from app.server import logs
     from app.settings import SettingsError, load_settings
 
     try:
         settings = load_settings()
     except SettingsError as err:
         print(f"mpijob: {err}", file=sys.stderr)
-        return 2
+        return EXIT_UNUSABLE
     logs.configure(settings.log_level, settings.log_format)
     options = server_options(settings.log_level)
     if not settings.metrics_port:
-        uvicorn.run("app.main:app", host=host, port=port, workers=workers, **options)
-        return 0
+        uvicorn.run("app.server.main:app", host=host, port=port, workers=workers, **options)
+        return EXIT_OK
     if workers != 1:
         print("mpijob: MPI_OPERATOR_METRICS_PORT needs --workers 1 (a registry per process)", file=sys.stderr)
-        return 2
+        return EXIT_UNUSABLE
     from prometheus_client import start_http_server
 
-    from app.main import create_app, tune_gc
+    from app.server.main import create_app, tune_gc
 
     application = create_app(settings)
     tune_gc()
     start_http_server(settings.metrics_port, host, registry=application.hook.metrics.registry)
     uvicorn.run(application, host=host, port=port, **options)
-    return 0
+    return EXIT_OK
 
 
 if __name__ == "__main__":

@@ -2,7 +2,7 @@
 
 ``render`` runs the hook's own ``sync`` on a first-sync request built from the file, so what it prints is what
 the hook would ask Metacontroller to create. ``lint`` prints ``app.api.lint`` findings with file and line;
-``convert`` prints ``app.convert`` results and their notes.
+``convert`` prints ``app.convert.mpijob`` results and their notes.
 """
 
 from __future__ import annotations
@@ -20,8 +20,8 @@ import yaml
 
 from app.api.lint import RULES, Finding, Severity, lint_manifest
 from app.api.types import API_VERSION, KIND
-from app.cli import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
-from app.yamlio import Document, InputError, dump_all, load_documents, read_text, source_name
+from app.cli.exits import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
+from app.cli.yamlio import Document, InputError, dump_all, load_documents, read_text, source_name
 
 REDACTED = "<redacted>"
 
@@ -224,8 +224,8 @@ def _print_text(results: list[tuple[Document, Finding]], jobs: int) -> None:
 
 
 def convert(args: argparse.Namespace) -> int:
-    from app.convert import DEFAULT_RUNTIME, ConvertError, to_v2beta1
-    from app.convert_trainjob import to_trainjob
+    from app.convert.mpijob import DEFAULT_RUNTIME, ConvertError, to_v2beta1
+    from app.convert.trainjob import to_trainjob
 
     if args.runtime is not None and args.to != "trainjob":
         _error("--runtime goes with --to trainjob")

@@ -15,7 +15,7 @@ from pydantic import ValidationError
 
 from app.api.defaults import DEFAULT_SLOTS_PER_WORKER
 from app.api.types import MPIJob
-from app.convert import TRAINJOB_API_VERSION, Conversion, ConvertError, as_object, to_v2beta1
+from app.convert.mpijob import TRAINJOB_API_VERSION, Conversion, ConvertError, as_object, to_v2beta1
 
 POD_OVERRIDES = (
     "serviceAccountName", "nodeSelector", "affinity", "tolerations", "volumes", "schedulingGates",

@@ -25,14 +25,14 @@ from fastapi.responses import Response
 from prometheus_client import CONTENT_TYPE_LATEST, generate_latest
 from starlette.concurrency import run_in_threadpool
 
-from app import logs
 from app.core.customize import customize
 from app.core.sync import SyncResult, Verdict, sync
-from app.guard import ASGIApp, BodyGuard, Limits, Receive, Scope, Send
 from app.kube.keys import KeySource
 from app.kube.request import RequestError, decode_request
-from app.memo import ParentMemo, remember
-from app.metrics import Metrics
+from app.server import logs
+from app.server.guard import ASGIApp, BodyGuard, Limits, Receive, Scope, Send
+from app.server.memo import ParentMemo, remember
+from app.server.metrics import Metrics
 from app.settings import Settings, load_settings
 
 log = logging.getLogger("mpi_operator_hook")
@@ -207,13 +207,13 @@ GC_THRESHOLDS = (50_000, 20, 20)
 
 
 def tune_gc() -> None:
-    """The serving process's collector settings (``mpijob serve`` and ``app.main:app``)."""
+    """The serving process's collector settings (``mpijob serve`` and ``app.server.main:app``)."""
     gc.freeze()
     gc.set_threshold(*GC_THRESHOLDS)
 
 
 def __getattr__(name: str) -> HookApp:
-    """``app.main:app`` for uvicorn, built on first use so importing this module never reads settings."""
+    """``app.server.main:app`` for uvicorn, built on first use: importing this module reads no settings."""
     if name == "app":
         application = create_app()
         tune_gc()
