@@ -134,7 +134,7 @@ def test_the_real_hook_creates_the_six_children_then_goes_quiet() -> None:
     assert mc.sync().total == 0
 
 
-# --- §2.2 strict response ------------------------------------------------------------------------------
+# --- strict response ------------------------------------------------------------------------------
 
 
 def _rename(old: str, new: str) -> Edit:
@@ -181,7 +181,7 @@ def test_a_well_typed_resync_after_seconds_is_accepted(value: Any) -> None:
     assert mc.sync().total == 0
 
 
-# --- §2.2 / §3.11 / §5 children the real Metacontroller rejects or mishandles ----------------------------
+# --- children the real Metacontroller rejects or mishandles ----------------------------
 
 
 def _edit_child(kind: str, name: str, change: Callable[[dict[str, Any]], None]) -> Edit:
@@ -312,7 +312,7 @@ def test_what_metacontroller_would_add_anyway_is_accepted(
     assert mc.sync_until_steady() >= 1
 
 
-# --- §3.2 deletion by omission -------------------------------------------------------------------------
+# --- deletion by omission -------------------------------------------------------------------------
 
 
 @pytest.mark.parametrize("omitted", CHILDREN)
@@ -400,7 +400,7 @@ def test_a_returned_child_that_is_being_deleted_is_untouched_until_gone_then_rec
     }
 
 
-# --- §1.3 update strategies and the 3-way merge --------------------------------------------------------
+# --- update strategies and the 3-way merge --------------------------------------------------------
 
 
 ON_DELETE_CHANGES: dict[str, tuple[str, str, Callable[[dict[str, Any]], None]]] = {
@@ -529,7 +529,7 @@ def test_a_field_someone_else_set_on_an_in_place_child_is_kept() -> None:
 
 
 def test_the_hook_cannot_write_a_child_status() -> None:
-    """§0.9: child status is reverted before comparing (and ignored on create)."""
+    """child status is reverted before comparing (and ignored on create)."""
     lb = {"loadBalancer": {"ingress": [{"ip": "10.0.0.1"}]}}
     mc = fresh()
     tamper(mc, _edit_child("Service", "pi", lambda c: c.update(status=lb)))
@@ -542,7 +542,7 @@ def test_the_hook_cannot_write_a_child_status() -> None:
     assert stored(mc, "Service", "pi").get("status") != lb
 
 
-# --- §2.3 status ---------------------------------------------------------------------------------------
+# --- status ---------------------------------------------------------------------------------------
 
 
 def test_the_status_is_replaced_wholesale() -> None:
@@ -672,7 +672,7 @@ def test_an_unknown_status_field_is_pruned_not_rejected(edit: Edit) -> None:
         mc.sync_until_steady()
 
 
-# --- §3.10 a parent being deleted ----------------------------------------------------------------------
+# --- a parent being deleted ----------------------------------------------------------------------
 
 
 def test_a_parent_being_deleted_gets_its_status_but_its_children_are_not_managed() -> None:
@@ -702,7 +702,7 @@ def test_a_parent_being_deleted_gets_no_new_children() -> None:
     assert mc.objects == {}
 
 
-# --- §2.1 request shape --------------------------------------------------------------------------------
+# --- request shape --------------------------------------------------------------------------------
 
 
 def test_every_declared_child_kind_is_in_the_request_even_when_empty() -> None:
@@ -813,7 +813,7 @@ def test_children_owned_by_someone_else_are_neither_listed_nor_deleted() -> None
 
 
 def test_a_name_taken_by_someone_else_is_not_overwritten() -> None:
-    """§3.11: the create fails with a swallowed AlreadyExists; the foreign object stays as it is."""
+    """the create fails with a swallowed AlreadyExists; the foreign object stays as it is."""
     mc = fresh()
     squatter = _foreign("ConfigMap", "pi-config", owner_uid="rs-1")
     mc.objects[("ConfigMap.v1", "pi-config")] = copy.deepcopy(squatter)

@@ -39,7 +39,7 @@ FIRST_SYNC = "sync-request-01-first-sync-no-children.json"
 RUNNING = "sync-request-02-running-all-children-exist.json"
 FINISHED = "sync-request-03-launcher-succeeded-workers-terminating.json"
 FIXTURES = (FIRST_SYNC, RUNNING, FINISHED)
-# The API versions the CompositeController declares, by kind (contract §2.2: anything else deletes children).
+# The API versions the CompositeController declares, by kind (anything else deletes children).
 DECLARED_API_VERSIONS = {
     "Pod": {"v1"},
     "Service": {"v1"},
@@ -224,7 +224,7 @@ def test_wire_fixture_answers_the_response_shape(hook: Hook, name: str) -> None:
     assert isinstance(children, list) and children
     namespace = request["parent"]["metadata"]["namespace"]
     for child in children:
-        assert isinstance(child, dict), "a null child crashes Metacontroller (contract §2.2)"
+        assert isinstance(child, dict), "a null child crashes Metacontroller"
         assert child["apiVersion"] in DECLARED_API_VERSIONS[child["kind"]]
         assert isinstance(child["metadata"]["name"], str) and child["metadata"]["name"]
         assert child["metadata"].get("namespace", namespace) == namespace
@@ -319,7 +319,7 @@ def test_invalid_job_gets_an_invalid_condition_and_keeps_every_child(
     for child in response["children"]:
         assert "ownerReferences" not in child["metadata"]
     # Re-emitted last-applied objects may carry controller-uid; it must then be this parent's own UID,
-    # since a different value aborts the whole sync (contract §3.11).
+    # since a different value aborts the whole sync (docs/architecture.md).
     uid = request["parent"]["metadata"]["uid"]
     assert {value for _, value in controller_uid_labels(response["children"])} <= {uid}
 
