@@ -190,7 +190,7 @@ CC_STRATEGY_KEYS = {"method", "statusChecks"}
 CC_HOOKS = {"sync", "finalize", "customize"}
 CC_HOOK_KEYS = {"version", "webhook"}
 CC_WEBHOOK_KEYS = {"url", "service", "path", "timeout", "responseUnMarshallMode", "etag"}
-# Rolling methods and Recreate delete or loop on the children this hook emits (docs/architecture.md, "The Metacontroller contract").
+# Rolling methods and Recreate delete or loop on the children this hook emits (docs/architecture.md).
 CC_ALLOWED_METHODS = {"OnDelete", "InPlace"}
 
 
