@@ -27,6 +27,7 @@ from app.core.sync import Outcome, SyncResult
 from app.server import logs
 from app.server.metrics import Metrics
 from tests.e2e.processes import free_port
+from tests.test_http import STARTUP_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
 WIRE = ROOT / "tests" / "fixtures" / "wire" / "sync-request-02-running-all-children-exist.json"
@@ -57,7 +58,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"
     try:
-        deadline = time.monotonic() + 15
+        deadline = time.monotonic() + STARTUP_SECONDS
         while time.monotonic() < deadline:
             try:
                 urllib.request.urlopen(f"{url}/healthz", timeout=1).close()
