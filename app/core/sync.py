@@ -173,32 +173,40 @@ def _reconcile(
     )
 
 
-def _kept(request: SyncRequest, meta: ObjectMeta, stored: JobStatus) -> dict[str, Any]:
-    """Every child as it is, and what the shell records of a job whose children are kept."""
+def _kept(
+    request: SyncRequest,
+    meta: ObjectMeta,
+    stored: JobStatus,
+    status: dict[str, Any],
+    outcome: Outcome,
+    events: tuple[Event, ...] = (),
+) -> SyncResult:
+    """Every child as it is; the launcher and "finished" as they stand (for the shell's records)."""
     launcher = names.launcher_name(meta.name)
     exists = any(j.metadata.name == launcher for j in (request.children.jobs or {}).values())
-    return {
-        "children": frozen_children(request),
-        "namespace": meta.namespace,
-        "name": meta.name,
-        "launcher": launcher if exists else None,
-        "finished": finished(stored),
-    }
+    return SyncResult(
+        status,
+        frozen_children(request),
+        outcome,
+        meta.namespace,
+        meta.name,
+        launcher=launcher if exists else None,
+        finished=finished(stored),
+        events=events,
+    )
 
 
 def _left_alone(request: SyncRequest, parent: bytes, verdict: LeftAlone) -> SyncResult:
     """Managed elsewhere or being deleted: every child and the status exactly as they are."""
     status = orjson.loads(parent).get("status") or {}
-    return SyncResult(
-        status=status, outcome=Outcome.LEFT_ALONE, **_kept(request, verdict.meta, verdict.stored)
-    )
+    return _kept(request, verdict.meta, verdict.stored, status, Outcome.LEFT_ALONE)
 
 
 def _invalid(
     request: SyncRequest, meta: ObjectMeta, previous: JobStatus, errors: list[FieldError], now: datetime
 ) -> SyncResult:
     status, events = invalid_status(previous, meta.generation, aggregate(errors), now)
-    return SyncResult(status=status, outcome=Outcome.INVALID, events=events, **_kept(request, meta, previous))
+    return _kept(request, meta, previous, status, Outcome.INVALID, events)
 
 
 def _unparsable(request: SyncRequest, parent: bytes, err: ValidationError, now: datetime) -> SyncResult:
