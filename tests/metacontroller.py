@@ -311,6 +311,21 @@ class FakeMetacontroller:
         pod["status"] = with_pod_status(pod, phase, ready=ready, reason=reason)["status"]
         self._bump(pod)
 
+    def container_exits(self, name: str, code: int, reason: str, message: str = "") -> None:
+        """The kubelet reports Pod ``name``'s first container terminated; a non-zero code fails the Pod."""
+        pod = self.get("Pod", name)
+        assert pod is not None, f"no Pod {name}"
+        terminated = {"exitCode": code, "reason": reason, **({"message": message} if message else {})}
+        container = pod["spec"]["containers"][0]["name"]
+        pod["status"] = {
+            "phase": "Failed" if code else "Succeeded",
+            "containerStatuses": [{"name": container, "state": {"terminated": terminated}}],
+        }
+        self._bump(pod)
+        job = self.get("Job", f"{self.name}-launcher")
+        if job is not None:
+            self._job_counts(job)
+
     def workers_running(self, ready: bool = True) -> None:
         for name in self.names("Pod"):
             if name.startswith(f"{self.name}-worker-") and not self.get("Pod", name)["metadata"].get(

@@ -397,6 +397,13 @@ def launcher_job(
     metadata: dict[str, Any] = {"labels": {**(labels or {}), **role_labels(job, "launcher")}}
     if annotations:
         metadata["annotations"] = annotations
+    # Ours, not upstream's: a launcher container that chose no policy keeps its log's tail when it fails.
+    template_spec = {
+        **template_spec,
+        "containers": [
+            {"terminationMessagePolicy": "FallbackToLogsOnError", **c} for c in template_spec["containers"]
+        ],
+    }
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
@@ -782,6 +789,14 @@ LAUNCHER_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
 )
 def test_build_launcher(spec: dict[str, Any], want: dict[str, Any]) -> None:
     assert launcher(mpijob(**copy.deepcopy(spec))) == want
+
+
+def test_a_launcher_container_keeps_the_termination_message_policy_it_chose() -> None:
+    replicas = default_replicas()
+    containers = replicas["Launcher"]["template"]["spec"]["containers"]
+    containers.append({"name": "sidecar", "image": "busybox", "terminationMessagePolicy": "File"})
+    built = launcher(mpijob(mpiReplicaSpecs=replicas))["spec"]["template"]["spec"]["containers"]
+    assert [c["terminationMessagePolicy"] for c in built] == ["FallbackToLogsOnError", "File"]
 
 
 # --------------------------------------------------------------------------------------------------------

@@ -435,6 +435,32 @@ def test_failure(update_golden: bool) -> None:
 # --- launcher failures -----------------------------------------------------------------------------
 
 
+def test_a_dead_worker_is_named_in_the_failure(update_golden: bool) -> None:
+    """Ours: the Failed message names the worker that died and how, then quotes the launcher's last
+    output (its termination message: the log's tail, FallbackToLogsOnError), within 1,024 bytes."""
+    mc = fake("dead-worker-named", update_golden)
+    start(mc, mpijob("pi").workers(2).run_policy(backoffLimit=0).build())
+    launcher = mc.get("Job", "pi-launcher")["spec"]["template"]["spec"]["containers"][0]
+    assert launcher["terminationMessagePolicy"] == "FallbackToLogsOnError"
+
+    mc.advance(10)
+    mc.container_exits("pi-worker-1", 137, "OOMKilled")
+    last_words = "\n".join(f"line {n}" for n in range(80)) + "\nmpirun noticed that process rank 1 was killed"
+    mc.container_exits("pi-launcher-00000", 1, "Error", last_words)
+    mc.finish_launcher("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    assert mc.sync() == Writes(status=1, updated=[CONFIGMAP])  # discover_hosts.sh drops the dead worker
+    failed = mc.status["conditions"][-1]
+    assert (failed["type"], failed["reason"]) == ("Failed", "BackoffLimitExceeded/")
+    message = failed["message"]
+    assert message.startswith(
+        "Job has reached the specified backoff limit. Failed workers: pi-worker-1: container worker exited"
+        " with code 137 (OOMKilled). Launcher pi-launcher-00000: container launcher exited with code 1"
+        " (Error), last output: ..."
+    )
+    assert message.endswith("line 79 | mpirun noticed that process rank 1 was killed")
+    assert len(message.encode()) <= 1024 and "\n" not in message
+
+
 def test_launcher_backoff_limit(update_golden: bool) -> None:
     """BackoffLimitExceeded: reason and message gain the newest failed launcher Pod's (upstream 5.4)."""
     mc = fake("launcher-backoff-limit", update_golden)

@@ -86,6 +86,7 @@ def build_launcher_template(
             {"name": names.CONFIG_VOLUME, "mountPath": names.CONFIG_MOUNT_PATH},
         ],
     )
+    spec = pods.with_logs_as_termination_message(spec)
     spec["restartPolicy"] = pods.restart_policy(replica.restart_policy)
     spec = pods.with_volumes(spec, [pods.ssh_volume(name, mount_path), config_volume(name)])
     spec = pods.with_ssh_fs_group(spec, mount_path)

@@ -97,6 +97,20 @@ def decorate_first_container(
     return {**spec, "containers": containers}
 
 
+def with_logs_as_termination_message(spec: dict[str, Any]) -> dict[str, Any]:
+    """Each container that chose no ``terminationMessagePolicy`` gets ``FallbackToLogsOnError``: when it
+    fails, the kubelet keeps its log's last lines (at most 80 lines, 2 KiB) in its status, where the hook
+    can quote them in the job's Failed condition (``core/reasons.py``)."""
+    containers = [
+        c if c.get("terminationMessagePolicy") else {**c, "terminationMessagePolicy": FALLBACK_TO_LOGS}
+        for c in spec.get("containers") or []
+    ]
+    return {**spec, "containers": containers} if containers else spec
+
+
+FALLBACK_TO_LOGS = "FallbackToLogsOnError"
+
+
 def dns_policy_for_host_network(spec: dict[str, Any]) -> dict[str, Any]:
     if spec.get("hostNetwork"):
         return {**spec, "dnsPolicy": "ClusterFirstWithHostNet"}

@@ -25,6 +25,31 @@ class FailedPod:
 
 
 @dataclass(frozen=True, slots=True)
+class Exit:
+    """How a Pod's container ended with a failure: what a user needs to act on it."""
+
+    pod: str
+    container: str
+    code: int
+    # The kubelet's reason: OOMKilled, Error, ContainerCannotRun, ...
+    reason: str
+    # The termination message; with FallbackToLogsOnError, the tail of the container's log.
+    message: str
+
+
+def failed_exit(pod: ObservedPod) -> Exit | None:
+    """The first container of ``pod`` whose last run ended with a non-zero exit code."""
+    if pod.status is None:
+        return None
+    for container in pod.status.container_statuses:
+        ended = container.last_termination
+        if ended is not None and ended.exitCode != 0:
+            name = pod.metadata.name
+            return Exit(name, container.name, ended.exitCode, ended.reason or "", ended.message or "")
+    return None
+
+
+@dataclass(frozen=True, slots=True)
 class LauncherState:
     """The observed launcher Job, summarised for the status."""
 
@@ -36,6 +61,8 @@ class LauncherState:
     failure_message: str | None = None
     # The newest failed launcher Pod (customize hook), which explains a backoff failure.
     newest_failed_pod: FailedPod | None = None
+    # How the newest launcher Pod's container last failed (customize hook), with its last words.
+    last_exit: Exit | None = None
 
     @property
     def done(self) -> bool:
@@ -152,6 +179,7 @@ def launcher_state(
             failure_reason=failed.reason,
             failure_message=failed.message,
             newest_failed_pod=_newest_failed(launcher_pods or []),
+            last_exit=_newest_exit(launcher_pods or []),
         )
     running = _running_launcher_pods(launcher, launcher_pods)
     return LauncherState(LauncherOutcome.RUNNING, running, launcher.failed_pods)
@@ -172,3 +200,8 @@ def _newest_failed(pods: list[ObservedPod]) -> FailedPod | None:
     if newest.status is None:
         return None
     return FailedPod(newest.status.reason or "", newest.status.message or "")
+
+
+def _newest_exit(pods: list[ObservedPod]) -> Exit | None:
+    newest_first = sorted(pods, key=lambda pod: pod.metadata.creationTimestamp or "", reverse=True)
+    return next((exit for pod in newest_first if (exit := failed_exit(pod)) is not None), None)

@@ -26,7 +26,16 @@ from typing import Any
 from app.api.defaults import Job
 from app.api.types import CleanPodPolicy, ConditionType, JobStatus, LauncherCreationPolicy
 from app.core import intents as i
-from app.core.observed import LauncherOutcome, LauncherState, Observed, WorkerCounts, launcher_state
+from app.core.observed import (
+    Exit,
+    LauncherOutcome,
+    LauncherState,
+    Observed,
+    WorkerCounts,
+    failed_exit,
+    launcher_state,
+)
+from app.core.reasons import failure_message
 from app.kube import names
 from app.kube.gang import RESOURCE as PODGROUPS
 from app.kube.gang import GangScheduler
@@ -170,7 +179,7 @@ def _active_plan(job: Job, observed: Observed, launcher: LauncherState | None, n
         start_time=job.status.start_time,
         completion_time=job.status.completion_time,
     )
-    return _Stage(job, plan, timestamp(now)).decide()
+    return _Stage(job, plan, observed, timestamp(now)).decide()
 
 
 def _count_workers(observed: Observed, counted: int) -> WorkerCounts:
@@ -211,8 +220,8 @@ class _Stage:
     """Upstream ``updateMPIJobStatus`` for a job not finished before this sync: which conditions change,
     in upstream's order, and the start and completion times."""
 
-    def __init__(self, job: Job, plan: Plan, stamp: str) -> None:
-        self.plan, self.stamp = plan, stamp
+    def __init__(self, job: Job, plan: Plan, observed: Observed, stamp: str) -> None:
+        self.plan, self.observed, self.stamp = plan, observed, stamp
         self.stored = {c.type: c for c in job.status.conditions}
         self.who = f"MPIJob {job.namespace}/{job.name}"
         self.intents: list[i.ConditionIntent] = [i.RemoveCondition(ConditionType.INVALID)]
@@ -277,7 +286,7 @@ class _Stage:
             )
         elif launcher.outcome == LauncherOutcome.FAILED:
             self.completion_time = self.completion_time or self.stamp
-            reason, message = launcher_failure(self.who, launcher)
+            reason, message = launcher_failure(self.who, launcher, _failed_workers(self.observed))
             self.set(
                 ConditionType.FAILED, "True", reason, message, event="Warning", milestone=i.Milestone.FAILED
             )
@@ -306,15 +315,21 @@ class _Stage:
             self.set(ConditionType.RUNNING, "True", i.REASON_RUNNING, f"{self.who} is running.")
 
 
-def launcher_failure(who: str, launcher: LauncherState) -> tuple[str, str]:
-    """Upstream ``updateMPIJobFailedStatus``: the Job's reason, plus the newest failed Pod's on backoff."""
+def _failed_workers(observed: Observed) -> list[Exit]:
+    pods = (observed.workers[index] for index in sorted(observed.workers))
+    return [exit for pod in pods if pod.phase == "Failed" and (exit := failed_exit(pod)) is not None]
+
+
+def launcher_failure(who: str, launcher: LauncherState, workers: list[Exit]) -> tuple[str, str]:
+    """Upstream ``updateMPIJobFailedStatus``: the Job's reason, plus the newest failed Pod's on backoff;
+    the message then names the failed workers and the launcher's last words (``reasons``)."""
     reason = launcher.failure_reason or i.REASON_FAILED
     message = launcher.failure_message or f"{who} has failed"
     pod = launcher.newest_failed_pod
     if reason == i.REASON_BACKOFF_LIMIT_EXCEEDED and pod is not None:
         reason += "/" + pod.reason
         message += ": " + pod.message
-    return reason, i.truncate(message)
+    return reason, failure_message(message, launcher.last_exit, workers)
 
 
 def notices(

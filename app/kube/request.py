@@ -64,11 +64,48 @@ class PodCondition(msgspec.Struct, frozen=True, gc=False):
     status: str = ""
 
 
+class Terminated(msgspec.Struct, frozen=True, gc=False):
+    exitCode: int = 0
+    reason: str | None = None
+    message: str | None = None
+
+
+class ContainerState(msgspec.Struct, frozen=True, gc=False):
+    terminated: Terminated | None = None
+
+
+class ContainerStatus(msgspec.Struct, frozen=True, gc=False):
+    name: str = ""
+    state: ContainerState | None = None
+    lastState: ContainerState | None = None
+
+    @property
+    def last_termination(self) -> Terminated | None:
+        """How the container last ended: now, else before its restart (restartPolicy OnFailure)."""
+        for state in (self.state, self.lastState):
+            if state is not None and state.terminated is not None:
+                return state.terminated
+        return None
+
+
+_container_statuses = msgspec.json.Decoder(list[ContainerStatus] | None)
+
+
 class PodStatus(msgspec.Struct, frozen=True, gc=False):
     phase: str | None = None
     reason: str | None = None
     message: str | None = None
     conditions: list[PodCondition] | None = None
+    # Raw until read: only a failed Pod's are (decoding 4,096 workers' would cost every sync).
+    container_statuses_json: msgspec.Raw = msgspec.field(default=_NULL, name="containerStatuses")
+
+    @property
+    def container_statuses(self) -> list[ContainerStatus]:
+        """The containers' statuses, or none if they are not of that shape."""
+        try:
+            return _container_statuses.decode(self.container_statuses_json) or []
+        except msgspec.MsgspecError:
+            return []
 
 
 class ObservedPod(msgspec.Struct, frozen=True, gc=False):
