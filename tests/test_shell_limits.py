@@ -140,6 +140,22 @@ def test_metrics_have_size_histograms_and_error_kinds(server: tuple[str, Path]) 
         assert name.encode() in text
 
 
+def _memo_lookups(url: str, result: str) -> float:
+    code, text = _curl(f"{url}/metrics")
+    assert code == 200
+    series = f'mpi_operator_hook_parent_memo_lookups_total{{result="{result}"}} '.encode()
+    return float(next(line for line in text.splitlines() if line.startswith(series)).split()[-1])
+
+
+def test_metrics_count_the_parent_memos_hits(server: tuple[str, Path]) -> None:
+    url, _ = server
+    hits = _memo_lookups(url, "hit")
+    for _ in range(2):  # the same parent twice: the second is judged from the memo at the latest
+        assert _curl(f"{url}/sync", data=WIRE)[0] == 200
+    assert _memo_lookups(url, "hit") >= hits + 1
+    assert b"mpi_operator_hook_parent_memo_entries " in _curl(f"{url}/metrics")[1]
+
+
 def test_json_logs_are_one_object_per_line(server: tuple[str, Path]) -> None:
     url, log = server
     assert _curl(f"{url}/sync", data=WIRE.with_name("sync-request-01-first-sync-no-children.json"))[0] == 200

@@ -90,6 +90,7 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
         )
     metrics = Metrics(job_info_ttl=settings.job_info_ttl_seconds)
     hook = Hook(settings, keys or settings.key_source(), metrics)
+    metrics.watch_memo(hook.memo)
     web = FastAPI(title="mpi-operator-hook", docs_url=None, redoc_url=None, openapi_url=None)
     web.state.hook = hook
     web.include_router(router)

@@ -12,13 +12,17 @@ served, so a job may appear on more than one replica: aggregate with ``max by (n
 from __future__ import annotations
 
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from typing import Any
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, ProcessCollector
+from prometheus_client.core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.registry import Collector
 
 from app.core.intents import Milestone
 from app.core.sync import Outcome, SyncResult
 from app.kube import names
+from app.server.memo import ParentMemo
 
 # 1 KiB .. 256 MiB by powers of four: a 1-worker sync is ~10 KB, a 4,096-worker one ~30 MB.
 SIZE_BUCKETS = tuple(float(1024 * 4**i) for i in range(10))
@@ -105,6 +109,10 @@ class Metrics:
             for kind in ERROR_KINDS:
                 self.errors.labels(hook, kind)  # every series exists from the start, at 0
 
+    def watch_memo(self, memo: ParentMemo[Any]) -> None:
+        """Export the parent memo's lookups and size: its hit rate says whether its bounds fit the jobs."""
+        self.registry.register(_MemoCollector(memo))
+
     def error(self, hook: str, kind: str) -> None:
         self.errors.labels(hook if hook in HOOKS else "other", kind).inc()
 
@@ -140,3 +148,23 @@ class Metrics:
             if seen < oldest:
                 del self._job_seen[key]
                 self.job_info.remove(*key)
+
+
+class _MemoCollector(Collector):
+    """Reads the memo's own counters at scrape time (no work per sync)."""
+
+    def __init__(self, memo: ParentMemo[Any]) -> None:
+        self._memo = memo
+
+    def collect(self) -> Iterator[Metric]:
+        lookups = CounterMetricFamily(
+            "mpi_operator_hook_parent_memo_lookups",
+            "Parent verdicts looked up in the memo, by result (hit, miss)",
+            labels=["result"],
+        )
+        lookups.add_metric(["hit"], self._memo.hits)
+        lookups.add_metric(["miss"], self._memo.misses)
+        yield lookups
+        yield GaugeMetricFamily(
+            "mpi_operator_hook_parent_memo_entries", "Parent verdicts the memo holds", value=len(self._memo)
+        )
