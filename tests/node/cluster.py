@@ -9,6 +9,7 @@ mounts, the bridge and kube-proxy's nft tables.
 
 from __future__ import annotations
 
+import os
 import shutil
 import time
 from concurrent.futures import Future, ThreadPoolExecutor
@@ -27,7 +28,7 @@ from tests.e2e.controlplane import (
 from tests.e2e.kube import Kube, wait_for
 from tests.node import recipes
 from tests.node.containerd import PAUSE_IMAGE, Containerd, remove_cgroups, unmount_under
-from tests.node.images import Builder, Recipe, build_all
+from tests.node.images import CACHE, Builder, Recipe, build_all
 from tests.node.network import Network
 from tests.node.node import KUBELET_CGROUP, NODE_NAME, NODE_PROCESSES, PAUSE_ARCHIVE, Node, find_node_binaries
 
@@ -38,14 +39,15 @@ DEBIAN_PACKAGES = "containerd runc containernetworking-plugins nftables debootst
 
 def missing() -> str | None:
     """Why the real node cannot start on this machine, or None."""
-    import os
-
     if os.geteuid() != 0:
         return "the real node needs root (a bridge, containerd, kubelet)"
     absent = [c for c in COMMANDS if shutil.which(c) is None]
     if absent:
+        recorded = CACHE / "skipped"
+        said = recorded.read_text().strip() if recorded.exists() else ""
         return (
-            f"missing {', '.join(absent)} (Debian: apt-get install {DEBIAN_PACKAGES}; see .ci/install-node)"
+            f"missing {', '.join(absent)} (Debian: apt-get install {DEBIAN_PACKAGES}; "
+            f".ci/install-node said: {said or '-'})"
         )
     for finder in (find_binaries, find_node_binaries):
         directory, reason = finder()
@@ -120,9 +122,14 @@ class Cluster:
         assert self.containerd is not None
         self.archives = images.result()
         began = time.monotonic()
-        for recipe in all_recipes(bin_dir):
-            if recipe.name != recipes.HOOK.name:
-                self.containerd.load(self.archives[recipe.name], recipe.names[0], recipe.names[1:])
+        wanted = [r for r in all_recipes(bin_dir) if r.load and r.name != recipes.HOOK.name]
+        with ThreadPoolExecutor(max_workers=2) as pool:
+            loads = [
+                pool.submit(self.containerd.load, self.archives[r.name], r.names[0], r.names[1:])
+                for r in wanted
+            ]
+            for load in loads:
+                load.result()
         self.timings["image import"] = time.monotonic() - began
 
     def check_hook_build(self, command: str) -> None:
@@ -137,6 +144,13 @@ class Cluster:
         assert self.containerd is not None
         assert _normalized(command.split()[3]) == recipes.HOOK_IMAGE
         self.containerd.load(self.archives[recipes.HOOK.name], recipes.HOOK_IMAGE)
+
+    def kill_container(self, container_id: str) -> None:
+        """SIGKILL a container's process (``containerd://<id>`` from a Pod's status), as OOM kills do."""
+        assert self.containerd is not None
+        self.containerd.ctr(
+            "tasks", "kill", "--signal", "SIGKILL", container_id.removeprefix("containerd://")
+        )
 
     def stop(self) -> None:
         """The node's processes first (a running kubelet would restart the containers), then the Pods'

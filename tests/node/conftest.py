@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import os
 import re
+import time
 import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
@@ -85,9 +86,11 @@ def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
         kube = cluster.start()
         assert cluster.plane is not None
         node = RealNode(kube, cluster.plane.kubeconfig, cluster)
+        began = time.monotonic()
         install = node.runner()
         for command in quick_start_blocks()[0]:
             install.run(command)
+        cluster.timings["install (quick start)"] = time.monotonic() - began
         yield node
     finally:
         cluster.stop()

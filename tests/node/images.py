@@ -40,6 +40,7 @@ class Recipe:
     context: dict[str, Path] = field(default_factory=dict)
     names: tuple[str, ...] = ()
     after: tuple[str, ...] = ()  # recipes whose images its FROM lines use
+    load: bool = True  # imported into the node (not a base image that only other builds use)
     # The project's own build: its Dockerfile with the files it copies (HOOK_CONTEXT) as context; it reaches
     # PyPI, so the host's CA bundle is mounted (not in the others: Debian's ca-certificates writes there).
     project: bool = False
@@ -94,7 +95,7 @@ class Builder:
 
     def debian(self, suite: str) -> str:
         """``docker.io/library/debian:<suite>`` from debootstrap, once per cache; its tag."""
-        tag = f"{PREFIX}/debian-{suite}:{_digest([suite.encode(), MIRROR.encode()])}"
+        tag = f"{PREFIX}/debian-{suite}:{_digest([suite.encode(), MIRROR.encode(), b'no debs'])}"
         if not self.exists(tag):
             container = self.buildah("from", "scratch")
             try:
@@ -103,6 +104,8 @@ class Builder:
                     ["debootstrap", "--variant=minbase", suite, mount, MIRROR],
                     check=True, capture_output=True, timeout=900,
                 )  # fmt: skip
+                for deb in Path(mount, "var/cache/apt/archives").glob("*.deb"):
+                    deb.unlink()  # debootstrap's downloads: ~50 MB in every image otherwise
                 self.buildah("umount", container)
                 self.buildah("config", "--cmd", "bash", container)
                 self.buildah("commit", "--rm", container, tag)
@@ -125,6 +128,7 @@ class Builder:
         tag = f"{PREFIX}/{recipe.name}:{self.key(recipe)}"
         if not self.exists(tag):
             self._bud(recipe, tag)
+            self._forget_older(recipe.name, tag)
         for name in recipe.names:
             self.buildah("tag", tag, name)
         self.keys[recipe.name] = tag
@@ -145,11 +149,20 @@ class Builder:
                 "-f", str(containerfile), "-t", tag, str(context),
             )  # fmt: skip
 
+    def _forget_older(self, name: str, keep: str) -> None:
+        """Remove earlier builds of ``name`` from the cache (the storage grows by ~1 GB a build otherwise)."""
+        listed = self.buildah("images", "--format", "{{.Name}}:{{.Tag}}").split()
+        for image in listed:
+            if image.startswith(f"{PREFIX}/{name}:") and image != keep:
+                self.buildah("rmi", "--force", image)
+
     def archive(self, recipe: Recipe) -> Path:
         """A docker-archive of the built image, named as Pods ask for it (cached with the image)."""
         tag = self.keys[recipe.name]
         path = self.archives / f"{recipe.name}-{tag.rsplit(':', 1)[1]}.tar"
         if not path.exists():
+            for old in self.archives.glob(f"{recipe.name}-*.tar"):
+                old.unlink()  # an earlier build's: ~1 GB each
             partial = path.with_suffix(".partial")
             partial.unlink(missing_ok=True)
             self.buildah("push", tag, f"docker-archive:{partial}:{recipe.names[0]}")

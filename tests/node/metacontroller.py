@@ -13,11 +13,19 @@ NAMESPACE = "metacontroller"
 
 def install_metacontroller(kube: Kube) -> None:
     kube.kubectl("apply", "--server-side", "-f", str(MANIFEST))
-    rollout(kube, NAMESPACE, "metacontroller")
+    rollout(kube, NAMESPACE, "deployment/metacontroller")
 
 
-def rollout(kube: Kube, namespace: str, deployment: str, restart: bool = False) -> None:
-    """Wait for a Deployment's rollout (after ``kubectl rollout restart`` when ``restart``)."""
+def rollout(kube: Kube, namespace: str, workload: str, restart: bool = False) -> None:
+    """Wait for a rollout of ``workload`` (``deployment/x``, ``statefulset/y``), after ``kubectl rollout
+    restart`` when ``restart``."""
     if restart:
-        kube.kubectl("-n", namespace, "rollout", "restart", f"deployment/{deployment}")
-    kube.kubectl("-n", namespace, "rollout", "status", f"deployment/{deployment}", "--timeout=180s")
+        kube.kubectl("-n", namespace, "rollout", "restart", workload)
+    kube.kubectl("-n", namespace, "rollout", "status", workload, "--timeout=180s")
+
+
+def restart_metacontroller(kube: Kube) -> None:
+    """Restart Metacontroller: ours is a Deployment, its published manifests make a StatefulSet."""
+    found = kube.kubectl("-n", NAMESPACE, "get", "deployments,statefulsets", "-o", "name").stdout.split()
+    assert found, "no Metacontroller workload in namespace metacontroller"
+    rollout(kube, NAMESPACE, found[0].replace(".apps", ""), restart=True)

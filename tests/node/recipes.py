@@ -26,12 +26,14 @@ PYTHON_STAND_IN = Recipe(
         "# A stand-in for python:3.11-slim (which cannot be pulled here): Debian bookworm's Python 3.11.\n"
         "FROM docker.io/library/debian:bookworm\n"
         "RUN apt-get update && apt-get install -y --no-install-recommends python3 python3-pip \\\n"
-        " && rm -rf /var/lib/apt/lists/* /usr/lib/python3.11/EXTERNALLY-MANAGED \\\n"
+        " && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \\\n"
+        " && rm /usr/lib/python3.11/EXTERNALLY-MANAGED \\\n"
         " && ln -s /usr/bin/python3 /usr/local/bin/python\n"
         'ENV LANG=C.UTF-8\nCMD ["python3"]\n'
     ),
     names=("docker.io/library/python:3.11-slim",),
     after=("debian-bookworm",),
+    load=False,
 )
 
 HOOK = Recipe(
@@ -57,20 +59,23 @@ def metacontroller(binary: Path) -> Recipe:
 
 
 _BASE = """\
+# upstream's build/base (sshd on 2222, runnable as mpiuser), one MPI, and the pi program compiled with that
+# MPI; the compiler and headers are removed in the same step (upstream uses a builder stage to that end).
 FROM docker.io/library/debian:{suite}
-RUN apt-get update && apt-get install -y --no-install-recommends openssh-server openssh-client \\
-      gcc libc6-dev {packages} \\
- && rm -rf /var/lib/apt/lists/* \\
+COPY pi.c /tmp/pi.c
+RUN apt-get update && apt-get install -y --no-install-recommends openssh-server openssh-client {packages} \\
+ && apt-get install -y --no-install-recommends gcc libc6-dev {dev_packages} \\
+ && useradd -m -u 1000 mpiuser \\
+ && mpicc -O2 -o /home/mpiuser/pi /tmp/pi.c && rm /tmp/pi.c \\
+ && apt-get purge -y --autoremove gcc libc6-dev {dev_packages} \\
+ && rm -rf /var/lib/apt/lists/* /var/cache/apt/archives/*.deb \\
  && mkdir -p /run/sshd \\
  && printf 'Host *\\n    StrictHostKeyChecking no\\n    UserKnownHostsFile /dev/null\\n    Port 2222\\n' \\
       > /etc/ssh/ssh_config.d/mpi.conf \\
- && printf 'Port 2222\\nStrictModes no\\n' > /etc/ssh/sshd_config.d/mpi.conf \\
- && useradd -m -u 1000 mpiuser
+ && printf 'Port 2222\\nStrictModes no\\n' > /etc/ssh/sshd_config.d/mpi.conf
 {env}WORKDIR /home/mpiuser
 # sshd as mpiuser (upstream's build/base/sshd_config)
 COPY --chown=mpiuser sshd_config /home/mpiuser/.sshd_config
-COPY pi.c /tmp/pi.c
-RUN mpicc -O2 -o /home/mpiuser/pi /tmp/pi.c && rm /tmp/pi.c
 """
 
 
@@ -81,12 +86,15 @@ class MpiBuild:
     name: str
     suite: str
     packages: str
+    dev_packages: str
     tag: str
     implementation: str
     env: str = ""
 
     def recipe(self) -> Recipe:
-        text = _BASE.format(suite=self.suite, packages=self.packages, env=self.env)
+        text = _BASE.format(
+            suite=self.suite, packages=self.packages, dev_packages=self.dev_packages, env=self.env
+        )
         return Recipe(
             name=f"mpi-{self.name}",
             containerfile=text,
@@ -99,10 +107,12 @@ class MpiBuild:
 MPI_BUILDS = {
     b.name: b
     for b in (
-        MpiBuild("openmpi4", "bookworm", "openmpi-bin libopenmpi-dev", "openmpi", "OpenMPI"),
-        MpiBuild("openmpi5", "trixie", "openmpi-bin libopenmpi-dev", "openmpi5", "OpenMPI"),
+        MpiBuild("openmpi4", "bookworm", "openmpi-bin", "libopenmpi-dev", "openmpi", "OpenMPI"),
+        MpiBuild("openmpi5", "trixie", "openmpi-bin", "libopenmpi-dev", "openmpi5", "OpenMPI"),
         # Debian's MPICH is ch4:ucx. All Pods of this node share one kernel (and boot id), so UCX takes
         # them for one host and tries shared memory across Pods; on a real cluster the workers talk TCP.
-        MpiBuild("mpich", "bookworm", "mpich libmpich-dev", "mpich", "MPICH", env="ENV UCX_TLS=tcp,self\n"),
+        MpiBuild(
+            "mpich", "bookworm", "mpich", "libmpich-dev", "mpich", "MPICH", env="ENV UCX_TLS=tcp,self\n"
+        ),
     )
 }

@@ -16,7 +16,7 @@ from typing import Any
 import yaml
 
 from tests.e2e import jobs
-from tests.e2e.kube import Kube
+from tests.e2e.kube import Kube, wait_for
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "pi"
@@ -40,7 +40,11 @@ def containers(job: dict[str, Any]) -> list[dict[str, Any]]:
 
 
 def launcher(job: dict[str, Any]) -> dict[str, Any]:
-    return dict(job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0])
+    """The launcher's container (the dict in ``job``: changes go into the job)."""
+    container: dict[str, Any] = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][
+        0
+    ]
+    return container
 
 
 def with_image(job: dict[str, Any], image: str) -> dict[str, Any]:
@@ -90,3 +94,35 @@ def assert_ran_on_hostfile(kube: Kube, ns: str, name: str, expected_ranks: int) 
     slots = hostfile(kube, ns, name)
     assert Counter(placed.values()) == Counter({h: n for h, n in slots.items() if n}), (placed, slots)
     return placed
+
+
+GATE = "/tmp/go"
+
+
+def gated(name: str, cpu: str = "") -> dict[str, Any]:
+    """examples/pi/pi.yaml whose launcher waits for ``open_gate`` before ``mpirun``: a job that stays
+    Running (workers up, launcher started, no rank yet) for as long as a test needs."""
+    job = example("pi.yaml", name, cpu)
+    container = launcher(job)
+    container["command"] = [
+        "sh",
+        "-c",
+        f"until [ -e {GATE} ]; do sleep 0.5; done; exec mpirun -n 2 /home/mpiuser/pi",
+    ]
+    container.pop("args", None)
+    return job
+
+
+def running(kube: Kube, ns: str, name: str) -> dict[str, Any]:
+    """Wait for the job's Running condition and its launcher container running; return the job."""
+    job = jobs.wait_condition(kube, ns, name, "Running", timeout=RUN_SECONDS)
+    wait_for(
+        lambda: any(p["status"].get("phase") == "Running" for p in jobs.launcher_pods(kube, ns, name)),
+        RUN_SECONDS,
+        f"the launcher Pod of {ns}/{name} running",
+    )
+    return job
+
+
+def open_gate(kube: Kube, ns: str, name: str) -> None:
+    kube.kubectl("-n", ns, "exec", f"job/{name}-launcher", "--", "touch", GATE)
