@@ -9,10 +9,12 @@ name it (``mpioperator/mpi-pi:<build>``), so ``examples/pi/*.yaml`` run unchange
 
 from __future__ import annotations
 
+import shutil
+import sys
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.node.images import ROOT, Recipe
+from tests.node.images import ROOT, Builder, Recipe, build_all
 
 PI_SOURCE = ROOT / "examples" / "pi" / "pi.c"
 SSHD_CONFIG = Path(__file__).parent / "image" / "sshd_config"
@@ -116,3 +118,22 @@ MPI_BUILDS = {
         ),
     )
 }
+
+
+def main(argv: list[str]) -> int:
+    """``python -m tests.node.recipes DIR``: build the MPI images and put their docker-archives in DIR,
+    for a cluster of your own (``kind load image-archive DIR/<file>``; MPI_HOOK_NODE_KUBECONFIG)."""
+    if len(argv) != 1:
+        print(main.__doc__)
+        return 2
+    target = Path(argv[0])
+    target.mkdir(parents=True, exist_ok=True)
+    builds = [build.recipe() for build in MPI_BUILDS.values()]
+    for name, archive in build_all(Builder(), ("bookworm", "trixie"), builds).items():
+        shutil.copy(archive, target / f"{name}.tar")
+        print(target / f"{name}.tar")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
