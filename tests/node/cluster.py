@@ -2,17 +2,18 @@
 
 Start order: the images build in a thread meanwhile (they take longest); the bridge; the control plane of
 tests/e2e with its apiserver on the bridge address (Pods reach it through the ``kubernetes`` Service) and Node
-authorization; Metacontroller's CRDs; containerd; kubelet, scheduler, CoreDNS, kube-proxy; the node Ready;
-then the images imported into containerd. ``stop`` undoes all of it: processes by PID, Pod containers,
-mounts, the bridge and kube-proxy's nft tables.
+authorization; Metacontroller's CRDs; containerd; kubelet, scheduler, CoreDNS, kube-proxy; the node Ready.
+Each image is imported into containerd as soon as it is built and the node is up. ``stop`` undoes all of it:
+processes by PID, Pod containers, mounts, cgroups, the bridge and kube-proxy's nft tables.
 """
 
 from __future__ import annotations
 
 import os
 import shutil
+import threading
 import time
-from concurrent.futures import Future, ThreadPoolExecutor
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -71,6 +72,7 @@ class Cluster:
     kube: Kube | None = None
     timings: dict[str, float] = field(default_factory=dict)
     archives: dict[str, Path] = field(default_factory=dict)
+    _node_up: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> Kube:
         bin_dir, _ = find_binaries()
@@ -79,17 +81,31 @@ class Cluster:
         with ThreadPoolExecutor(max_workers=1) as pool:
             images = pool.submit(self._build, bin_dir)
             began = time.monotonic()
-            self._start_node(bin_dir, node_bin)
+            try:
+                self._start_node(bin_dir, node_bin)
+            finally:
+                self._node_up.set()  # imports wait for it (and give up if containerd is not there)
             self.timings["node start"] = time.monotonic() - began
-            self._load(images, bin_dir)
+            self.archives = images.result()
         assert self.kube is not None
         return self.kube
 
     def _build(self, bin_dir: Path) -> dict[str, Path]:
+        """Build every image; import each the node runs as soon as it is built and the node is up."""
         began = time.monotonic()
-        archives = build_all(Builder(), ("bookworm", "trixie"), all_recipes(bin_dir))
-        self.timings["image build"] = time.monotonic() - began
+        archives = build_all(Builder(), ("bookworm", "trixie"), all_recipes(bin_dir), self._import)
+        self.timings["images built and imported"] = time.monotonic() - began
         return archives
+
+    def _import(self, recipe: Recipe, archive: Path) -> None:
+        """Into containerd, all but the hook's (the quick start's `kind load` step does that)."""
+        if not recipe.load or recipe.name == recipes.HOOK.name:
+            return
+        self._node_up.wait()
+        if self.containerd is not None and self.containerd.started is not None:
+            began = time.monotonic()
+            self.containerd.load(archive, recipe.names[0], recipe.names[1:])
+            self.timings[f"import {recipe.name}"] = time.monotonic() - began
 
     def _start_node(self, bin_dir: Path, node_bin: Path) -> None:
         self.network.create()
@@ -116,21 +132,6 @@ class Cluster:
             c["type"] == "Ready" and c["status"] == "True"
             for c in (node.get("status") or {}).get("conditions") or []
         )
-
-    def _load(self, images: Future[dict[str, Path]], bin_dir: Path) -> None:
-        """Import every image but the hook's (the quick start's `kind load` step does that)."""
-        assert self.containerd is not None
-        self.archives = images.result()
-        began = time.monotonic()
-        wanted = [r for r in all_recipes(bin_dir) if r.load and r.name != recipes.HOOK.name]
-        with ThreadPoolExecutor(max_workers=2) as pool:
-            loads = [
-                pool.submit(self.containerd.load, self.archives[r.name], r.names[0], r.names[1:])
-                for r in wanted
-            ]
-            for load in loads:
-                load.result()
-        self.timings["image import"] = time.monotonic() - began
 
     def check_hook_build(self, command: str) -> None:
         """`docker build -t NAME .`: the hook's image is built from the Dockerfile (with the others)."""

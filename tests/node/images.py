@@ -19,6 +19,7 @@ import os
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -170,9 +171,15 @@ class Builder:
         return path
 
 
-def build_all(builder: Builder, suites: tuple[str, ...], recipes: list[Recipe]) -> dict[str, Path]:
+def build_all(
+    builder: Builder,
+    suites: tuple[str, ...],
+    recipes: list[Recipe],
+    built: Callable[[Recipe, Path], None] = lambda recipe, archive: None,
+) -> dict[str, Path]:
     """Build the Debian bases, then every recipe as soon as the images it starts FROM exist (in threads:
-    the builds wait mostly on Debian's mirror and PyPI). Returns each recipe's docker-archive."""
+    the builds wait mostly on Debian's mirror and PyPI); ``built`` gets each archive as soon as it is
+    written. Returns each recipe's docker-archive."""
     with ThreadPoolExecutor(max_workers=len(suites) + len(recipes)) as pool:
         done = {f"debian-{suite}": pool.submit(builder.debian, suite) for suite in suites}
 
@@ -180,7 +187,9 @@ def build_all(builder: Builder, suites: tuple[str, ...], recipes: list[Recipe]) 
             for name in recipe.after:
                 done[name].result()
             builder.build(recipe)
-            return builder.archive(recipe)
+            archive = builder.archive(recipe)
+            built(recipe, archive)
+            return archive
 
         for recipe in recipes:
             done[recipe.name] = pool.submit(build, recipe)
