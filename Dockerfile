@@ -1,4 +1,4 @@
-# Image for the mpi-operator-hook service (see deploy/deployment.yaml).
+# Image for the mpi-operator-hook service (see deploy/base/deployment.yaml).
 #   docker build -t ghcr.io/mpi-operator-hook/mpi-operator-hook:0.1.0 .
 FROM python:3.11-slim
 

@@ -12,7 +12,7 @@ from app.settings import Settings
 
 NOW = datetime(2026, 5, 4, 9, 0, 30, tzinfo=UTC)
 # Test directories whose tests all run in one xdist worker, one after another (pytest_xdist_make_scheduler).
-ONE_WORKER_SCOPES = ("tests/e2e/", "tests/mpi/")
+ONE_WORKER_SCOPES = ("tests/e2e/", "tests/mpi/", "tests/node/")
 TEST_SEED = b"mpi-operator-hook test seed, not a secret"
 
 
@@ -44,7 +44,8 @@ def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
     """Under ``-n``: every e2e test (tests/e2e) in one work unit, so one worker runs them all against one
     control plane while the others share the rest, test by test (like ``--dist load``). The MPI tests
     (tests/mpi) are one unit too: run beside each other on two cores, an MPICH rank's busy-polling
-    MPI_Finalize sometimes outlasted the launcher's 60 s (seen in about half the runs with -n 2).
+    MPI_Finalize sometimes outlasted the launcher's 60 s (seen in about half the runs with -n 2). The
+    real-node tests (tests/node) are one unit as well: they share one node.
 
     Not ``xdist_group`` + ``--dist loadgroup``: with pytest 9, xdist 3.8's renaming of node ids has no effect.
     """

@@ -252,10 +252,11 @@ def check_other(argv: list[str], page: Page) -> None:
         assert 'mpijob = "app.cli.main:main"' in (ROOT / "pyproject.toml").read_text()
     elif argv[0] == "export" and argv[1].startswith("PATH="):
         assert any(f"{venv}/bin" in argv[1] for venv in page.venvs)
-    elif argv[0] == "export" and argv[1].startswith("MPI_HOOK_E2E_"):
+    elif argv[0] == "export" and argv[1].startswith(("MPI_HOOK_E2E_", "MPI_HOOK_NODE_")):
         name = argv[1].split("=", 1)[0]
-        harness = "".join(p.read_text() for p in (ROOT / "tests" / "e2e").glob("*.py"))
-        assert f'"{name}"' in harness, f"the e2e harness does not read {name}"
+        folder = "e2e" if name.startswith("MPI_HOOK_E2E_") else "node"
+        harness = "".join(p.read_text() for p in (ROOT / "tests" / folder).glob("*.py"))
+        assert f'"{name}"' in harness, f"the {folder} harness does not read {name}"
     elif argv[0].startswith("./scripts/"):
         script = page.directory / argv[0]
         assert script.is_file() and os.access(script, os.X_OK), f"{argv[0]} is not an executable script"

@@ -31,8 +31,8 @@ import pytest
 from tests.e2e import jobs
 from tests.e2e.controlplane import ControlPlane, find_binaries, metacontroller_crds, start_control_plane
 from tests.e2e.hook import Hook
-from tests.e2e.kube import Kube, wait_for
-from tests.e2e.processes import Processes, Started
+from tests.e2e.kube import Kube, given_cluster, wait_for
+from tests.e2e.processes import Processes
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTLE_SECONDS = 2.0
@@ -179,18 +179,6 @@ def _own_control_plane(workdir: Path, bin_dir: Path) -> tuple[Kube, ControlPlane
     return kube, plane
 
 
-def _given_cluster(workdir: Path, kubeconfig: str, processes: Processes) -> Kube:
-    """An existing cluster, read through ``kubectl proxy`` (so any kubeconfig auth works)."""
-    proxy = processes.start("kubectl-proxy", ["kubectl", f"--kubeconfig={kubeconfig}", "proxy", "--port=0"])
-    address = wait_for(lambda: _proxy_address(proxy), 30, "kubectl proxy to start")
-    return Kube(httpx.Client(base_url=address, timeout=30), Path(kubeconfig))
-
-
-def _proxy_address(proxy: Started) -> str | None:
-    match = re.search(r"Starting to serve on (\S+)", proxy.tail())
-    return f"http://{match[1]}" if match else None
-
-
 @pytest.fixture(scope="session")
 def e2e(tmp_path_factory: pytest.TempPathFactory) -> Iterator[E2E]:
     kubeconfig = os.environ.get("MPI_HOOK_E2E_KUBECONFIG")
@@ -202,7 +190,7 @@ def e2e(tmp_path_factory: pytest.TempPathFactory) -> Iterator[E2E]:
     processes = Processes(workdir)
     try:
         if kubeconfig:
-            kube = _given_cluster(workdir, kubeconfig, processes)
+            kube = given_cluster(kubeconfig, processes)
         else:
             assert bin_dir is not None
             kube, plane = _own_control_plane(workdir, bin_dir)

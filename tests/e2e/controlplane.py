@@ -15,11 +15,12 @@ Where the binaries come from (first that exists):
 from __future__ import annotations
 
 import hashlib
+import ipaddress
 import os
 import ssl
 import tarfile
 import tempfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from tests.e2e.pki import Pki, make_pki
@@ -41,8 +42,8 @@ def tarball_dir() -> Path:
     return next((c for c in candidates if (c / TARBALL).is_file()), candidates[0])
 
 
-def _has_binaries(directory: Path) -> bool:
-    return all(os.access(directory / name, os.X_OK) for name in BINARIES)
+def _has_binaries(directory: Path, binaries: tuple[str, ...] = BINARIES) -> bool:
+    return all(os.access(directory / name, os.X_OK) for name in binaries)
 
 
 def _cache_root() -> Path:
@@ -58,22 +59,24 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
-def _extract_once(tarball: Path) -> Path:
-    """Extract into ``<cache>/mpi-hook-e2e-bin-<sha>`` once; a concurrent extraction loses the rename race."""
-    target = _cache_root() / f"mpi-hook-e2e-bin-{_sha256(tarball)[:16]}"
-    if _has_binaries(target):
+def extract_once(
+    tarball: Path, binaries: tuple[str, ...] = BINARIES, prefix: str = "mpi-hook-e2e-bin"
+) -> Path:
+    """Extract into ``<cache>/<prefix>-<sha>`` once; a concurrent extraction loses the rename race."""
+    target = _cache_root() / f"{prefix}-{_sha256(tarball)[:16]}"
+    if _has_binaries(target, binaries):
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f"{target.name}.", dir=target.parent))
     with tarfile.open(tarball, "r:xz") as archive:
         archive.extractall(staging, filter="data")
-    found = next((p.parent for p in staging.rglob("kube-apiserver")), staging)
-    for name in BINARIES:
+    found = next((p.parent for p in staging.rglob(binaries[0])), staging)
+    for name in binaries:
         (found / name).chmod(0o755)
     try:
         found.rename(target)
     except OSError:
-        if not _has_binaries(target):
+        if not _has_binaries(target, binaries):
             raise
     return target
 
@@ -87,7 +90,7 @@ def find_binaries() -> tuple[Path | None, str]:
         return None, f"MPI_HOOK_E2E_BIN_DIR={given} lacks one of {', '.join(BINARIES)}"
     tarball = tarball_dir() / TARBALL
     if tarball.is_file():
-        return _extract_once(tarball), ""
+        return extract_once(tarball), ""
     return None, f"no MPI_HOOK_E2E_BIN_DIR, no MPI_HOOK_E2E_KUBECONFIG and no {tarball}"
 
 
@@ -97,6 +100,20 @@ def metacontroller_crds(bin_dir: Path) -> Path | None:
         if candidate.is_file():
             return candidate
     return None
+
+
+@dataclass(frozen=True)
+class Options:
+    """Where the apiserver listens and whether a real node joins. The defaults: loopback, no node."""
+
+    address: str = "127.0.0.1"
+    service_cidr: str = SERVICE_CIDR
+    # A kubelet will join (tests/node): Node authorization, ServiceAccount tokens, `kubernetes` endpoints.
+    node: bool = False
+
+    @property
+    def kubernetes_service_ip(self) -> str:
+        return str(next(ipaddress.ip_network(self.service_cidr).hosts()))
 
 
 @dataclass
@@ -109,6 +126,7 @@ class ControlPlane:
     pki: Pki
     processes: Processes
     bin_dir: Path
+    options: Options = field(default_factory=Options)
     metacontroller: Started | None = None
     metacontroller_health: str = ""
 
@@ -148,13 +166,14 @@ class ControlPlane:
         self.processes.stop_all()
 
 
-def _kubeconfig(path: Path, server: str, pki: Pki) -> None:
+def write_kubeconfig(path: Path, server: str, ca: Path, cert: Path, key: Path) -> None:
+    """A kubeconfig for one client certificate."""
     path.write_text(
         "apiVersion: v1\nkind: Config\n"
         f"clusters:\n- name: e2e\n  cluster:\n    server: {server}\n"
-        f"    certificate-authority: {pki.ca_cert}\n"
-        f"users:\n- name: admin\n  user:\n    client-certificate: {pki.admin_cert}\n"
-        f"    client-key: {pki.admin_key}\n"
+        f"    certificate-authority: {ca}\n"
+        f"users:\n- name: admin\n  user:\n    client-certificate: {cert}\n"
+        f"    client-key: {key}\n"
         "contexts:\n- name: e2e\n  context:\n    cluster: e2e\n    user: admin\n"
         "current-context: e2e\n"
     )
@@ -182,15 +201,34 @@ def _start_etcd(plane: ControlPlane) -> str:
     return url
 
 
+def _policy(plane: ControlPlane) -> list[str]:
+    """Without a node: RBAC only; loopback cannot be the `kubernetes` Service's endpoint, and Pods may be
+    created before their namespace's ServiceAccount. With one: what a kubelet and in-cluster clients need."""
+    if not plane.options.node:
+        return [
+            "--authorization-mode=RBAC",
+            "--endpoint-reconciler-type=none",
+            "--disable-admission-plugins=ServiceAccount",
+        ]
+    return [
+        "--authorization-mode=Node,RBAC",
+        "--enable-admission-plugins=NodeRestriction",
+        # Else `kubectl logs`/`exec` resolve the node's name through the host's DNS.
+        "--kubelet-preferred-address-types=InternalIP",
+        f"--kubelet-client-certificate={plane.pki.admin_cert}",
+        f"--kubelet-client-key={plane.pki.admin_key}",
+    ]
+
+
 def _start_apiserver(plane: ControlPlane, etcd: str, port: int) -> None:
-    pki = plane.pki
+    pki, address = plane.pki, plane.options.address
     apiserver = plane.processes.start(
         "kube-apiserver",
         [
             str(plane.bin_dir / "kube-apiserver"),
             f"--etcd-servers={etcd}",
-            "--bind-address=127.0.0.1",
-            "--advertise-address=127.0.0.1",
+            f"--bind-address={address}",
+            f"--advertise-address={address}",
             f"--secure-port={port}",
             f"--tls-cert-file={pki.serving_cert}",
             f"--tls-private-key-file={pki.serving_key}",
@@ -198,10 +236,8 @@ def _start_apiserver(plane: ControlPlane, etcd: str, port: int) -> None:
             f"--service-account-key-file={pki.sa_public}",
             f"--service-account-signing-key-file={pki.sa_private}",
             "--service-account-issuer=https://kubernetes.default.svc",
-            f"--service-cluster-ip-range={SERVICE_CIDR}",
-            "--authorization-mode=RBAC",
-            "--endpoint-reconciler-type=none",
-            "--disable-admission-plugins=ServiceAccount",
+            f"--service-cluster-ip-range={plane.options.service_cidr}",
+            *_policy(plane),
             f"--cert-dir={plane.workdir / 'apiserver-certs'}",
             "--v=0",
         ],
@@ -237,14 +273,16 @@ def _start_controller_manager(plane: ControlPlane) -> None:
     )
 
 
-def start_control_plane(bin_dir: Path, workdir: Path) -> ControlPlane:
+def start_control_plane(bin_dir: Path, workdir: Path, options: Options | None = None) -> ControlPlane:
     """Start etcd, kube-apiserver and kube-controller-manager (Metacontroller comes after its CRDs)."""
+    options = options or Options()
     workdir.mkdir(parents=True, exist_ok=True)
-    pki = make_pki(workdir / "pki")
+    ips = tuple(dict.fromkeys(("127.0.0.1", options.address, options.kubernetes_service_ip)))
+    pki = make_pki(workdir / "pki", ips)
     port = free_port()
-    server = f"https://127.0.0.1:{port}"
-    plane = ControlPlane(workdir, workdir / "kubeconfig", server, pki, Processes(workdir), bin_dir)
-    _kubeconfig(plane.kubeconfig, server, pki)
+    server = f"https://{options.address}:{port}"
+    plane = ControlPlane(workdir, workdir / "kubeconfig", server, pki, Processes(workdir), bin_dir, options)
+    write_kubeconfig(plane.kubeconfig, server, pki.ca_cert, pki.admin_cert, pki.admin_key)
     try:
         etcd = _start_etcd(plane)
         _start_apiserver(plane, etcd, port)

@@ -7,6 +7,7 @@ real ``kubectl`` where users would: ``apply``, ``kustomize``, ``get`` with print
 from __future__ import annotations
 
 import json
+import re
 import subprocess
 import time
 from collections.abc import Callable
@@ -15,6 +16,8 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import httpx
+
+from tests.e2e.processes import Processes, Started
 
 T = TypeVar("T")
 POLL_SECONDS = 0.2
@@ -25,12 +28,14 @@ GROUPS = {
     "configmaps": "/api/v1",
     "events": "/api/v1",
     "namespaces": "/api/v1",
+    "nodes": "/api/v1",
+    "deployments": "/apis/apps/v1",
     "jobs": "/apis/batch/v1",
     "mpijobs": "/apis/kubeflow.org/v2beta1",
     "compositecontrollers": "/apis/metacontroller.k8s.io/v1alpha1",
     "customresourcedefinitions": "/apis/apiextensions.k8s.io/v1",
 }
-CLUSTER_SCOPED = {"namespaces", "compositecontrollers", "customresourcedefinitions"}
+CLUSTER_SCOPED = {"namespaces", "nodes", "compositecontrollers", "customresourcedefinitions"}
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",
@@ -119,6 +124,18 @@ class Kube:
         if check and done.returncode != 0:
             raise AssertionError(f"kubectl {' '.join(args)} failed ({done.returncode}):\n{done.stderr}")
         return done
+
+
+def given_cluster(kubeconfig: str, processes: Processes) -> Kube:
+    """An existing cluster, read through ``kubectl proxy`` (so any kubeconfig auth works)."""
+    proxy = processes.start("kubectl-proxy", ["kubectl", f"--kubeconfig={kubeconfig}", "proxy", "--port=0"])
+    address = wait_for(lambda: _proxy_address(proxy), 30, "kubectl proxy to start")
+    return Kube(httpx.Client(base_url=address, timeout=30), Path(kubeconfig))
+
+
+def _proxy_address(proxy: Started) -> str | None:
+    match = re.search(r"Starting to serve on (\S+)", proxy.tail())
+    return f"http://{match[1]}" if match else None
 
 
 def wait_for(probe: Callable[[], T | None], timeout: float, what: str | Callable[[], str]) -> T:

@@ -18,6 +18,8 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from cryptography.x509.oid import ExtendedKeyUsageOID, NameOID
 
 VALID_FOR = timedelta(days=1)
+# The apiserver's addresses: loopback and the first address of the Service CIDR (the `kubernetes` Service).
+SERVING_IPS = ("127.0.0.1", "10.0.0.1")
 
 
 @dataclass(frozen=True)
@@ -71,7 +73,10 @@ def _write_cert(path: Path, cert: x509.Certificate) -> None:
 
 
 def _leaf(
-    ca: tuple[x509.Certificate, ec.EllipticCurvePrivateKey], subject: x509.Name, usage: x509.ObjectIdentifier
+    ca: tuple[x509.Certificate, ec.EllipticCurvePrivateKey],
+    subject: x509.Name,
+    usage: x509.ObjectIdentifier,
+    ips: tuple[str, ...] = SERVING_IPS,
 ) -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
     key = _key()
     builder = _builder(subject, ca[0].subject, key.public_key()).add_extension(
@@ -80,9 +85,11 @@ def _leaf(
     if usage == ExtendedKeyUsageOID.SERVER_AUTH:
         names: list[x509.GeneralName] = [
             x509.DNSName("localhost"),
+            x509.DNSName("kubernetes"),
+            x509.DNSName("kubernetes.default"),
             x509.DNSName("kubernetes.default.svc"),
-            x509.IPAddress(ipaddress.ip_address("127.0.0.1")),
-            x509.IPAddress(ipaddress.ip_address("10.0.0.1")),
+            x509.DNSName("kubernetes.default.svc.cluster.local"),
+            *(x509.IPAddress(ipaddress.ip_address(ip)) for ip in ips),
         ]
         builder = builder.add_extension(x509.SubjectAlternativeName(names), critical=False)
     return builder.sign(ca[1], hashes.SHA256()), key
@@ -105,11 +112,11 @@ def _ca() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
 FILES = ("ca.crt", "ca.key", "apiserver.crt", "apiserver.key", "admin.crt", "admin.key", "sa.pub", "sa.key")
 
 
-def make_pki(directory: Path) -> Pki:
+def make_pki(directory: Path, serving_ips: tuple[str, ...] = SERVING_IPS) -> Pki:
     """Write a CA, serving and admin certificates and a service-account key pair into ``directory``."""
     directory.mkdir(parents=True, exist_ok=True)
     ca = _ca()
-    serving = _leaf(ca, _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH)
+    serving = _leaf(ca, _name("kube-apiserver"), ExtendedKeyUsageOID.SERVER_AUTH, serving_ips)
     admin = _leaf(ca, _name("mpi-hook-e2e-admin", "system:masters"), ExtendedKeyUsageOID.CLIENT_AUTH)
     sa_key = _key()
     pki = Pki(*(directory / name for name in FILES))
@@ -126,3 +133,15 @@ def make_pki(directory: Path) -> Pki:
     )
     pki.sa_public.write_bytes(public)
     return pki
+
+
+def client_cert(pki: Pki, directory: Path, common: str, org: str) -> tuple[Path, Path]:
+    """One more client certificate from the CA (e.g. a kubelet's ``system:node:<name>``): (cert, key)."""
+    ca_cert = x509.load_pem_x509_certificate(pki.ca_cert.read_bytes())
+    ca_key = serialization.load_pem_private_key(pki.ca_key.read_bytes(), None)
+    assert isinstance(ca_key, ec.EllipticCurvePrivateKey)
+    cert, key = _leaf((ca_cert, ca_key), _name(common, org), ExtendedKeyUsageOID.CLIENT_AUTH)
+    paths = directory / f"{common.replace(':', '-')}.crt", directory / f"{common.replace(':', '-')}.key"
+    _write_cert(paths[0], cert)
+    _write_key(paths[1], key)
+    return paths

@@ -1,0 +1,1 @@
+"""Real-node tests: MPIJobs run by a real kubelet, containerd and CoreDNS on this machine (README)."""
