@@ -69,6 +69,9 @@ def test_a_worker_that_dies_fails_the_job_and_running_pods_are_cleaned_up(
     condition = jobs.conditions(failed)["Failed"]
     assert condition["reason"].startswith("BackoffLimitExceeded"), condition
     assert "backoff limit" in condition["message"], condition
+    # The message names the dead worker and how it ended (the launcher Pod is gone with its Job).
+    assert "Failed workers: pi-worker-1: container " in condition["message"], condition
+    assert "exited with code 137" in condition["message"], condition
     # cleanPodPolicy: Running deletes the worker still running; the dead one stays, with what killed it.
     wait_for(
         lambda: _pods(real_node, ns) == ["pi-worker-1"],
