@@ -104,9 +104,12 @@ def test_launcher_backoff_failure_reports_the_newest_pods_reason(e2e: E2E, ns: s
     job = jobs.wait_condition(kube, ns, name, "Failed")
     failed = jobs.conditions(job)["Failed"]
     assert failed["reason"] == "BackoffLimitExceeded/DeadlineExceeded"
-    assert failed["message"] == (
+    # Upstream's words first; ours then name how the newest launcher Pod's container ended.
+    upstream = (
         "Job has reached the specified backoff limit: Pod was active on the node longer than the deadline"
     )
+    assert failed["message"].startswith(upstream + ". Launcher "), failed["message"]
+    assert "container launcher exited with code 1 (Error)" in failed["message"]
     assert jobs.condition_status(job) == {"Created": "True", "Running": "False", "Failed": "True"}
     assert job["status"]["replicaStatuses"]["Launcher"] == {"failed": 2}
     assert job["status"]["completionTime"]

@@ -96,7 +96,10 @@ def assert_ran_on_hostfile(kube: Kube, ns: str, name: str, expected_ranks: int) 
     return placed
 
 
-GATE = "/tmp/go"
+# On an emptyDir: the launcher container may restart in place (restartPolicy OnFailure, e.g. a first attempt
+# that met a worker's stale DNS record after a resume) and must still find the gate a test opened.
+GATE_DIR = "/gate"
+GATE = f"{GATE_DIR}/go"
 
 
 def gated(name: str, cpu: str = "") -> dict[str, Any]:
@@ -110,6 +113,9 @@ def gated(name: str, cpu: str = "") -> dict[str, Any]:
         f"until [ -e {GATE} ]; do sleep 0.5; done; exec mpirun -n 2 /home/mpiuser/pi",
     ]
     container.pop("args", None)
+    container.setdefault("volumeMounts", []).append({"name": "gate", "mountPath": GATE_DIR})
+    pod = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]
+    pod.setdefault("volumes", []).append({"name": "gate", "emptyDir": {}})
     return job
 
 
