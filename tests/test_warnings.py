@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-from app.api.types import JobStatus
+from app.api.defaults import with_defaults
+from app.api.types import JobStatus, MPIJob
 from app.core.intents import REASON_LINT, Event
 from app.core.plan import notices
 from app.core.status import WireCondition, write_conditions
@@ -34,6 +35,12 @@ def previous(*conditions: dict[str, Any]) -> JobStatus:
 
 
 WARNING = "Warning"
+
+
+def message_for(job: dict[str, Any]) -> str | None:
+    """The Warning's message for ``job`` as the hook computes it: parsed, defaulted, then linted."""
+    parsed = MPIJob.model_validate(job)
+    return lint_message(parsed, job, with_defaults(parsed))
 
 
 def place_warning(
@@ -78,15 +85,14 @@ def test_no_finding_no_condition() -> None:
 
 
 def test_the_message_lists_warnings_not_infos() -> None:
-    from app.api.types import MPIJob
 
     tripped = CASES["np-mismatch"][0]()
-    message = lint_message(MPIJob.model_validate(tripped), tripped)
+    message = message_for(tripped)
     assert message is not None and message.startswith("mpijob lint: 1 finding: [np-mismatch] ")
     no_command = mpijob("pi").build()
     no_command["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0].pop("command")
     no_command["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0].pop("args")
-    assert lint_message(MPIJob.model_validate(no_command), no_command) is None  # launcher-command is info
+    assert message_for(no_command) is None  # launcher-command is info
 
 
 def _statuses() -> list[dict[str, Any]]:
@@ -110,7 +116,6 @@ def test_state_is_never_the_warning_in_any_golden_status() -> None:
 
 
 def test_a_lint_failure_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.api.types import MPIJob
     from app.core import warnings
 
     def broken(*_: Any, **__: Any) -> list[Any]:
@@ -118,6 +123,6 @@ def test_a_lint_failure_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(warnings, "lint", broken)
     job = mpijob("pi").build()
-    assert lint_message(MPIJob.model_validate(job), job) == (
+    assert message_for(job) == (
         "mpijob lint could not check this job (KeyError); please report it"
     )

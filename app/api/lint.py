@@ -106,13 +106,14 @@ def lint_manifest(raw: Mapping[str, Any]) -> list[Finding]:
     return lint(job, raw)
 
 
-def lint(job: MPIJob, raw: Mapping[str, Any] | None = None, *, validated: bool = False) -> list[Finding]:
+def lint(job: MPIJob, raw: Mapping[str, Any] | None = None, *, validated: Job | None = None) -> list[Finding]:
     """Every finding for ``job``, in rule order; ``raw`` adds the rules about fields the CRD prunes.
-    ``validated``: the caller's validation passed already (the hook), so it is not run again."""
+    ``validated``: ``job`` defaulted, which the caller's validation passed already (the hook), so neither
+    defaulting nor validation is run again."""
     if job.api_version in OLD_API_VERSIONS:
         return [_old_api_version(job.api_version)]
-    defaulted = with_defaults(job)
-    findings = [*crd.rejections(job, defaulted, raw, validated=validated), *_rules_on_raw(raw)]
+    defaulted = validated if validated is not None else with_defaults(job)
+    findings = [*crd.rejections(job, defaulted, raw, validated=validated is not None), *_rules_on_raw(raw)]
     findings += [f for check in _CHECKS for f in check(defaulted)]
     ignored = {r.strip() for r in job.metadata.annotations.get(IGNORE_ANNOTATION, "").split(",")}
     return [f for f in findings if f.rule not in ignored or f.severity is Severity.ERROR]

@@ -128,7 +128,7 @@ def judge(parent: bytes, config: SyncConfig) -> Verdict:
     errors = validate(job, cluster_domain=config.cluster_domain, annotation_budget=config.annotation_budget)
     if errors:
         return Invalid(meta, parsed.status, tuple(errors))
-    warning = lint_message(parsed, orjson.loads(parent))
+    warning = lint_message(parsed, orjson.loads(parent), job)
     job = replace(job, status=without_warning(parsed.status))
     return Valid(job, parsed.status, warning, pod_templates(job, config.cluster_domain, config.gang))
 

@@ -12,15 +12,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.api.defaults import Job
 from app.api.lint import Severity, lint
 from app.api.types import ConditionType, JobStatus, MPIJob
 from app.core.intents import truncate
 
 
-def lint_message(parsed: MPIJob, raw: Mapping[str, Any] | None) -> str | None:
-    """One message for every warning-or-worse finding on a job the hook's validation passed, or None."""
+def lint_message(parsed: MPIJob, raw: Mapping[str, Any] | None, validated: Job) -> str | None:
+    """One message for every warning-or-worse finding on a job the hook's validation passed (``validated``:
+    that job, defaulted), or None."""
     try:
-        findings = [f for f in lint(parsed, raw, validated=True) if f.severity is not Severity.INFO]
+        findings = [f for f in lint(parsed, raw, validated=validated) if f.severity is not Severity.INFO]
     except Exception as err:  # advisory: a lint bug must never stop a job from syncing, but must show
         return f"mpijob lint could not check this job ({type(err).__name__}); please report it"
     if not findings:
