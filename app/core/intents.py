@@ -45,12 +45,17 @@ class Milestone(StrEnum):
 
 @dataclass(frozen=True)
 class Event:
-    """What upstream would have recorded as a Kubernetes Event; the shell logs it and counts metrics."""
+    """What upstream would have recorded as a Kubernetes Event; the shell posts and logs it and counts
+    metrics."""
 
     type: str
     reason: str
     message: str
     milestone: Milestone | None = None
+    # The same for every sync that decides this very transition (the condition's type and new status, and
+    # the stored condition's transition time), so a repeated sync or another hook replica that posts it
+    # again is recognised as a duplicate.
+    key: str = ""
 
 
 class Write(StrEnum):

@@ -50,6 +50,8 @@ def apply(conditions: list[WireCondition], intent: i.ConditionIntent, now: datet
     if not _changes(current, intent):
         return None
     stamp = intent.stamp or timestamp(now)
+    before = (current or {}).get("lastTransitionTime", "-")
+    key = f"{intent.type}/{intent.status}/{intent.reason}/{before}"
     new = {
         "type": str(intent.type),
         "status": intent.status,
@@ -64,7 +66,7 @@ def apply(conditions: list[WireCondition], intent: i.ConditionIntent, now: datet
     conditions.append({k: v for k, v in new.items() if v})
     if intent.event is None:
         return None
-    return i.Event(intent.event, intent.reason, intent.message, intent.milestone)
+    return i.Event(intent.event, intent.reason, intent.message, intent.milestone, key)
 
 
 def _changes(current: WireCondition | None, intent: i.SetCondition) -> bool:

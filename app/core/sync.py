@@ -52,6 +52,8 @@ class SyncResult:
     outcome: Outcome
     namespace: str
     name: str
+    # The parent's uid: Events are posted about it.
+    uid: str = ""
     # The launcher Job's name when this response keeps one, and whether the status says the job finished
     # (for ``mpi_operator_job_info``).
     launcher: str | None = None
@@ -166,6 +168,7 @@ def _reconcile(
         Outcome.SYNCED,
         job.namespace,
         job.name,
+        uid=job.metadata.uid,
         launcher=names.launcher_name(job.name) if plan.keep_launcher else None,
         finished=plan.finished,
         events=events,
@@ -190,6 +193,7 @@ def _kept(
         outcome,
         meta.namespace,
         meta.name,
+        uid=meta.uid,
         launcher=launcher if exists else None,
         finished=finished(stored),
         events=events,
