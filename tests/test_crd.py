@@ -135,14 +135,15 @@ _TYPES = {"object", "array", "string", "integer", "number", "boolean"}
 def _nodes(
     node: dict[str, Any], path: str = "", inside: str = ""
 ) -> Iterator[tuple[str, dict[str, Any], str]]:
-    """Every schema node, its path, and whether it is in a list ("items") or map ("additionalProperties")."""
+    """Every schema node, its path, and whether it is in a list ("items") or map ("additionalProperties").
+    A list with ``maxItems`` bounds what a rule inside costs, so it does not count as one."""
     yield path, node, inside
     for key, sub in node.get("properties", {}).items():
         yield from _nodes(sub, f"{path}.{key}", inside)
     if isinstance(node.get("additionalProperties"), dict):
         yield from _nodes(node["additionalProperties"], f"{path}.*", inside or "additionalProperties")
     if "items" in node:
-        yield from _nodes(node["items"], f"{path}[]", inside or "items")
+        yield from _nodes(node["items"], f"{path}[]", inside or ("" if "maxItems" in node else "items"))
 
 
 def test_schema_is_structural(schema: dict[str, Any]) -> None:
@@ -211,6 +212,7 @@ def test_cel_rules_are_cheap(schema: dict[str, Any]) -> None:
 def test_defaults_are_exactly_upstreams(schema: dict[str, Any]) -> None:
     defaults = {path: node["default"] for path, node, _ in _nodes(schema) if "default" in node}
     assert defaults == {
+        ".spec.failurePolicy.maxRestarts": 0,  # ours: the field is new
         ".spec.launcherCreationPolicy": "AtStartup",
         ".spec.mpiImplementation": "OpenMPI",
         ".spec.runLauncherAsWorker": False,
@@ -445,6 +447,14 @@ NOT_DNS1035 = next(r["message"] for r in gen_crd.root_rules() if "DNS-1035" in r
 NO_CONTAINER = ("cel", f"{WORKER}.template.spec.containers", "must define at least one container")
 MULTIKUEUE = "kueue.x-k8s.io/multikueue"
 
+FAILURE_POLICY = {
+    "maxRestarts": 3,
+    "rules": [
+        {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [42]}, "replicaTypes": ["Worker"]},
+        {"action": "RestartJobAndIgnoreMaxRestarts", "onPodConditions": ["DisruptionTarget"]},
+        {"action": "RestartJob", "onExitCodes": {"operator": "NotIn", "values": [0, 1]}},
+    ],
+}
 VALID = {
     "pi OpenMPI": pi(),
     "Intel, defaults only": with_(
@@ -480,6 +490,8 @@ VALID = {
         },
     ),
     "Worker restartPolicy OnFailure": with_(pi(), f"{WORKER}.restartPolicy", "OnFailure"),
+    "failure policy, every field": with_(pi(), "spec.failurePolicy", FAILURE_POLICY),
+    "failure policy, empty": with_(pi(), "spec.failurePolicy", {}),
     # `command:` with no value, as in upstream's Intel and MPICH pi examples: the apiserver drops the null.
     "null command": with_(
         pi(), f"{WORKER}.template.spec.containers", [{"name": "w", "image": "busybox", "command": None}]
@@ -488,6 +500,36 @@ VALID = {
 }
 
 INVALID = {
+    "maxRestarts over the limit": (
+        with_(pi(), "spec.failurePolicy", {"maxRestarts": 1001}),
+        {("schema", "spec.failurePolicy.maxRestarts", "maximum")},
+    ),
+    "failure rule without action": (
+        with_(pi(), "spec.failurePolicy", {"rules": [{"replicaTypes": ["Worker"]}]}),
+        {("schema", "spec.failurePolicy.rules.0", "required")},
+    ),
+    "failure rule with an unknown action": (
+        with_(pi(), "spec.failurePolicy", {"rules": [{"action": "Ignore"}]}),
+        {("schema", "spec.failurePolicy.rules.0.action", "enum")},
+    ),
+    "exit code 0 with operator In": (
+        with_(
+            pi(),
+            "spec.failurePolicy",
+            {"rules": [{"action": "FailJob", "onExitCodes": {"operator": "In", "values": [1, 0]}}]},
+        ),
+        {
+            (
+                "cel",
+                "spec.failurePolicy.rules[0].onExitCodes.values",
+                "must not list 0 for operator In: a failed container never exits 0",
+            )
+        },
+    ),
+    "too many failure rules": (
+        with_(pi(), "spec.failurePolicy", {"rules": [{"action": "FailJob"}] * 21}),
+        {("schema", "spec.failurePolicy.rules", "maxItems")},
+    ),
     "bad mpiImplementation": (
         with_(pi(), "spec.mpiImplementation", "OpenMPI5"),
         {("schema", "spec.mpiImplementation", "enum")},

@@ -36,14 +36,17 @@ if str(ROOT) not in sys.path:  # `python tools/gen_crd.py` puts tools/ on sys.pa
 from app.api import names  # noqa: E402  (needs the sys.path entry above)
 from app.api.defaults import (  # noqa: E402  (needs the sys.path entry above)
     DEFAULT_CLEAN_POD_POLICY,
+    DEFAULT_MAX_RESTARTS,
     DEFAULT_LAUNCHER_CREATION_POLICY,
     DEFAULT_MPI_IMPLEMENTATION,
     DEFAULT_RESTART_POLICY,
     DEFAULT_SLOTS_PER_WORKER,
     DEFAULT_SSH_AUTH_MOUNT_PATH,
 )
+from app.api import limits  # noqa: E402  (needs the sys.path entry above)
 from app.api.limits import MAX_WORKERS  # noqa: E402  (needs the sys.path entry above)
 from app.api.lint_crd import QUANTITY_PATTERN  # noqa: E402  (needs the sys.path entry above)
+from app.api.validation import CONDITION_TYPE_PATTERN  # noqa: E402  (needs the sys.path entry above)
 from app.api.types import (  # noqa: E402  (needs the sys.path entry above)
     API_VERSION,
     KIND,
@@ -51,6 +54,8 @@ from app.api.types import (  # noqa: E402  (needs the sys.path entry above)
     MULTIKUEUE_CONTROLLER,
     CleanPodPolicy,
     ConditionType,
+    ExitCodeOperator,
+    FailureAction,
     LauncherCreationPolicy,
     MPIImplementation,
     ReplicaType,
@@ -439,6 +444,89 @@ def run_policy_schema() -> dict[str, Any]:
     )
 
 
+def failure_policy_schema() -> dict[str, Any]:
+    actions = _values(FailureAction)
+    operators = _values(ExitCodeOperator)
+    in_zero = _rule(
+        f"self.operator != '{ExitCodeOperator.IN.value}' || !self.values.exists(v, v == 0)",
+        "must not list 0 for operator In: a failed container never exits 0",
+        field_path=".values",
+    )
+    exit_codes = _field(
+        "object",
+        "Matches when the failed container's exit code is (In) or is not (NotIn) one of the values.",
+        properties={
+            "operator": _field("string", f"One of {', '.join(operators)}.", enum=operators),
+            "values": _field(
+                "array",
+                "Exit codes, each once.",
+                items={"type": "integer", "format": "int32"},
+                minItems=1,
+                maxItems=limits.MAX_RULE_EXIT_CODES,
+                **{"x-kubernetes-list-type": "set"},
+            ),
+        },
+        required=["operator", "values"],
+        **{"x-kubernetes-validations": [in_zero]},
+    )
+    rule = _field(
+        "object",
+        "What to do with a failure that matches every criterion given (all of them when none is).",
+        properties={
+            "action": _field(
+                "string",
+                f"{FailureAction.FAIL_JOB.value}: the job fails at once."
+                f" {FailureAction.RESTART_JOB.value}: the job restarts, counted against maxRestarts."
+                f" {FailureAction.RESTART_JOB_AND_IGNORE_MAX_RESTARTS.value}: it restarts, not counted.",
+                enum=actions,
+            ),
+            "onExitCodes": exit_codes,
+            "onPodConditions": _field(
+                "array",
+                "Matches when any of these condition types is True on the failed Pod (e.g. DisruptionTarget:"
+                " preempted, evicted, or its node is going away).",
+                items={
+                    "type": "string",
+                    "maxLength": limits.MAX_CONDITION_TYPE_LENGTH,
+                    "pattern": CONDITION_TYPE_PATTERN,
+                },
+                maxItems=limits.MAX_RULE_POD_CONDITIONS,
+                **{"x-kubernetes-list-type": "set"},
+            ),
+            "replicaTypes": _field(
+                "array",
+                "Matches failures of these replicas only; both when absent.",
+                items={"type": "string", "enum": _values(ReplicaType)},
+                maxItems=len(ReplicaType),
+                **{"x-kubernetes-list-type": "set"},
+            ),
+        },
+        required=["action"],
+    )
+    return _field(
+        "object",
+        "What happens when a Pod of the job fails: a whole-job restart (the launcher and every worker of"
+        " the attempt are replaced) or failing the job. Without it the job behaves as in the Kubeflow MPI"
+        " Operator. Each container sees MPIJOB_RESTART_ATTEMPT (0 for the first attempt).",
+        properties={
+            "maxRestarts": _int32(
+                f"Counted restarts allowed before the job fails. Defaults to {DEFAULT_MAX_RESTARTS}.",
+                default=DEFAULT_MAX_RESTARTS,
+                minimum=0,
+                maximum=limits.MAX_RESTARTS,
+            ),
+            "rules": _field(
+                "array",
+                f"Checked in order; the first that matches decides. No match:"
+                f" {FailureAction.RESTART_JOB.value}.",
+                items=rule,
+                maxItems=limits.MAX_FAILURE_RULES,
+                **{"x-kubernetes-list-type": "atomic"},
+            ),
+        },
+    )
+
+
 # managedBy can be neither changed, nor added, nor removed after creation. The rule sits on spec: a transition
 # rule on managedBy itself would only see changes, not additions or removals.
 _MANAGED_BY = "(has({o}.runPolicy) && has({o}.runPolicy.managedBy) ? {o}.runPolicy.managedBy : '')"
@@ -473,6 +561,7 @@ def spec_schema() -> dict[str, Any]:
         "object",
         "The desired state of the MPIJob.",
         properties={
+            "failurePolicy": failure_policy_schema(),
             "launcherCreationPolicy": _field(
                 "string",
                 f"When the launcher is created: {LauncherCreationPolicy.AT_STARTUP.value} (with the workers)"
@@ -575,6 +664,10 @@ def status_schema() -> dict[str, Any]:
                 "Pod counts by replica type (Launcher, Worker).",
                 additionalProperties=replica_status_schema(),
             ),
+            "restartAttempt": _int32(
+                "With a failure policy: the current attempt, 0 for the first (MPIJOB_RESTART_ATTEMPT)."
+            ),
+            "restartCount": _int32("With a failure policy: the restarts counted against maxRestarts."),
             "startTime": _time("When the operator first acknowledged the job (RFC 3339, UTC)."),
         },
     )

@@ -12,6 +12,7 @@ from typing import Any
 
 from app.api.types import (
     CleanPodPolicy,
+    FailurePolicy,
     JobStatus,
     LauncherCreationPolicy,
     MPIImplementation,
@@ -30,6 +31,8 @@ DEFAULT_LAUNCHER_CREATION_POLICY = LauncherCreationPolicy.AT_STARTUP
 DEFAULT_MPI_IMPLEMENTATION = MPIImplementation.OPENMPI
 # Upstream's doc comment says "Running"; its code (and so ours) defaults to None.
 DEFAULT_CLEAN_POD_POLICY = CleanPodPolicy.NONE
+# Ours: a failure policy that says nothing restarts nothing (a counted restart over a limit of 0 fails).
+DEFAULT_MAX_RESTARTS = 0
 DEFAULT_RESTART_POLICY = {
     ReplicaType.LAUNCHER: RestartPolicy.ON_FAILURE,
     ReplicaType.WORKER: RestartPolicy.NEVER,
@@ -61,6 +64,9 @@ class Job:
     has_replica_specs: bool
     launcher: Replica | None
     worker: Replica | None
+    # Ours: None without ``spec.failurePolicy`` (the job then behaves exactly as upstream's).
+    failure_policy: FailurePolicy | None = None
+    max_restarts: int = DEFAULT_MAX_RESTARTS
 
     @property
     def name(self) -> str:
@@ -99,7 +105,15 @@ def with_defaults(job: MPIJob) -> Job:
         launcher=_replica(spec, ReplicaType.LAUNCHER, 1),
         # Upstream defaults Worker replicas to 0, which validation then rejects: a Worker must say how many.
         worker=_replica(spec, ReplicaType.WORKER, 0),
+        failure_policy=spec.failure_policy,
+        max_restarts=_max_restarts(spec.failure_policy),
     )
+
+
+def _max_restarts(policy: FailurePolicy | None) -> int:
+    if policy is None or policy.max_restarts is None:
+        return DEFAULT_MAX_RESTARTS
+    return policy.max_restarts
 
 
 def _replica(spec: MPIJobSpec, kind: ReplicaType, replicas: int) -> Replica | None:

@@ -25,6 +25,13 @@ from app.api.types import MPIImplementation
 
 INT32_MAX = 2**31 - 1
 MAX_WORKERS = 16_384
+# A failure policy's bounds (ours). Rules, conditions and exit codes as Kubernetes bounds a Job's
+# podFailurePolicy; restarts so that a typo cannot keep a broken job restarting for weeks.
+MAX_RESTARTS = 1_000
+MAX_FAILURE_RULES = 20
+MAX_RULE_POD_CONDITIONS = 20
+MAX_RULE_EXIT_CODES = 255
+MAX_CONDITION_TYPE_LENGTH = 316
 MAX_WORKERS_MESSAGE = (
     f"must be no more than {MAX_WORKERS}: the largest job the hook supports (README, Limits)"
 )

@@ -60,6 +60,19 @@ class ConditionType(StrEnum):
     GANG_SCHEDULING_UNAVAILABLE = "GangSchedulingUnavailable"
 
 
+class FailureAction(StrEnum):
+    """What a failure policy rule does with the failure it matches (ours, not upstream's)."""
+
+    FAIL_JOB = "FailJob"
+    RESTART_JOB = "RestartJob"
+    RESTART_JOB_AND_IGNORE_MAX_RESTARTS = "RestartJobAndIgnoreMaxRestarts"
+
+
+class ExitCodeOperator(StrEnum):
+    IN = "In"
+    NOT_IN = "NotIn"
+
+
 KUBEFLOW_JOB_CONTROLLER = "kubeflow.org/mpi-operator"
 MULTIKUEUE_CONTROLLER = "kueue.x-k8s.io/multikueue"
 
@@ -89,6 +102,26 @@ class RunPolicy(_Model):
     managed_by: str | None = Field(default=None, alias="managedBy")
 
 
+class ExitCodes(_Model):
+    operator: str | None = None
+    values: list[int] | None = None
+
+
+class FailurePolicyRule(_Model):
+    # Plain strings, as RunPolicy's: an unsupported value must reach validation.
+    action: str | None = None
+    on_exit_codes: ExitCodes | None = Field(default=None, alias="onExitCodes")
+    on_pod_conditions: list[str] | None = Field(default=None, alias="onPodConditions")
+    replica_types: list[str] | None = Field(default=None, alias="replicaTypes")
+
+
+class FailurePolicy(_Model):
+    """Ours: what happens when a Pod of the job fails (the README's "When a worker dies")."""
+
+    max_restarts: int | None = Field(default=None, alias="maxRestarts")
+    rules: list[FailurePolicyRule] | None = None
+
+
 class ReplicaSpec(_Model):
     replicas: int | None = None
     template: dict[str, Any] = Field(default_factory=dict)
@@ -103,6 +136,7 @@ class MPIJobSpec(_Model):
     ssh_auth_mount_path: str | None = Field(default=None, alias="sshAuthMountPath")
     launcher_creation_policy: str | None = Field(default=None, alias="launcherCreationPolicy")
     mpi_implementation: str | None = Field(default=None, alias="mpiImplementation")
+    failure_policy: FailurePolicy | None = Field(default=None, alias="failurePolicy")
 
     def replica(self, kind: ReplicaType) -> ReplicaSpec | None:
         return (self.mpi_replica_specs or {}).get(kind.value)
@@ -142,6 +176,10 @@ class JobStatus(_Model):
     replica_statuses: dict[str, ReplicaStatus] | None = Field(default=None, alias="replicaStatuses")
     start_time: str | None = Field(default=None, alias="startTime")
     completion_time: str | None = Field(default=None, alias="completionTime")
+    # Ours, with a failure policy: the restarts counted against maxRestarts, and the current attempt
+    # (0 for the first; every restart, counted or not, starts the next).
+    restart_count: int | None = Field(default=None, ge=_INT64_MIN, le=_INT64_MAX, alias="restartCount")
+    restart_attempt: int | None = Field(default=None, ge=_INT64_MIN, le=_INT64_MAX, alias="restartAttempt")
 
 
 class MPIJob(_Model):

@@ -15,6 +15,7 @@ limits of ``limits``, all checked before anything is built.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from typing import Any
 
@@ -25,6 +26,9 @@ from app.api.types import (
     KUBEFLOW_JOB_CONTROLLER,
     MULTIKUEUE_CONTROLLER,
     CleanPodPolicy,
+    ExitCodeOperator,
+    FailureAction,
+    FailurePolicyRule,
     MPIImplementation,
     ReplicaType,
     RestartPolicy,
@@ -35,6 +39,12 @@ from app.api.types import (
 _IMPLEMENTATIONS = tuple(sorted(m.value for m in MPIImplementation))
 _RESTART_POLICIES = (RestartPolicy.NEVER.value, RestartPolicy.ON_FAILURE.value)
 _CLEAN_POD_POLICIES = tuple(sorted(p.value for p in CleanPodPolicy))
+_FAILURE_ACTIONS = tuple(a.value for a in FailureAction)
+_EXIT_CODE_OPERATORS = tuple(o.value for o in ExitCodeOperator)
+_REPLICA_TYPES = tuple(r.value for r in ReplicaType)
+# A Pod condition type: a qualified name, as Kubernetes spells them (``DisruptionTarget``, ``example.com/x``).
+CONDITION_TYPE_PATTERN = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
+_CONDITION_TYPE = re.compile(CONDITION_TYPE_PATTERN)
 
 
 @dataclass(frozen=True, slots=True)
@@ -42,7 +52,7 @@ class FieldError:
     """One validation error, rendered like apimachinery's ``field.Error.Error()``."""
 
     field: str
-    kind: str  # "Required", "Invalid", "NotSupported", "Forbidden" or "TooLong"
+    kind: str  # "Required", "Invalid", "NotSupported", "Forbidden", "TooLong" or "TooMany"
     detail: str
     value: Any = None
     supported: tuple[str, ...] = ()
@@ -59,6 +69,8 @@ class FieldError:
             return f"{self.field}: Required value: {self.detail}"
         if self.kind in ("Forbidden", "TooLong"):
             return f"{self.field}: {'Too long' if self.kind == 'TooLong' else 'Forbidden'}: {self.detail}"
+        if self.kind == "TooMany":
+            return f"{self.field}: Too many: {self.value}: {self.detail}"
         if self.kind == "NotSupported":
             options = ", ".join(json.dumps(s) for s in self.supported)
             value = _quote(self.value, self.named_type)
@@ -139,7 +151,83 @@ def _validate_spec(job: Job, path: str) -> list[FieldError]:
     errors += _at_most(job.slots_per_worker, limits.INT32_MAX, f"{path}.slotsPerWorker")
     errors += _validate_run_policy(job, f"{path}.runPolicy")
     errors += _enum(job.mpi_implementation, _IMPLEMENTATIONS, f"{path}.mpiImplementation")
+    errors += _validate_failure_policy(job, f"{path}.failurePolicy")
     return errors
+
+
+def _validate_failure_policy(job: Job, path: str) -> list[FieldError]:
+    """Ours: the bounds of ``spec.failurePolicy``, as the CRD states them."""
+    policy = job.failure_policy
+    if policy is None:
+        return []
+    errors = _non_negative(job.max_restarts, f"{path}.maxRestarts")
+    errors += _at_most(job.max_restarts, limits.MAX_RESTARTS, f"{path}.maxRestarts")
+    rules = policy.rules or []
+    errors += _too_many(len(rules), limits.MAX_FAILURE_RULES, f"{path}.rules")
+    for index, rule in enumerate(rules[: limits.MAX_FAILURE_RULES]):
+        errors += _validate_rule(rule, f"{path}.rules[{index}]")
+    return errors
+
+
+def _validate_rule(rule: FailurePolicyRule, path: str) -> list[FieldError]:
+    if rule.action is None:
+        errors = [
+            FieldError(f"{path}.action", "Required", "must say what to do: " + ", ".join(_FAILURE_ACTIONS))
+        ]
+    else:
+        errors = _enum(rule.action, _FAILURE_ACTIONS, f"{path}.action")
+    codes = rule.on_exit_codes
+    if codes is not None:
+        errors += _validate_exit_codes(codes.operator, codes.values or [], f"{path}.onExitCodes")
+    conditions = rule.on_pod_conditions or []
+    errors += _too_many(len(conditions), limits.MAX_RULE_POD_CONDITIONS, f"{path}.onPodConditions")
+    for index, kind in enumerate(conditions[: limits.MAX_RULE_POD_CONDITIONS]):
+        where = f"{path}.onPodConditions[{index}]"
+        if len(kind) > limits.MAX_CONDITION_TYPE_LENGTH:
+            errors.append(
+                FieldError(where, "TooLong", f"may not be more than {limits.MAX_CONDITION_TYPE_LENGTH} bytes")
+            )
+        elif not _CONDITION_TYPE.match(kind):
+            errors.append(
+                FieldError(where, "Invalid", "must be a Pod condition type, e.g. DisruptionTarget", kind)
+            )
+    replica_types = rule.replica_types or []
+    for index, kind in enumerate(replica_types[: len(_REPLICA_TYPES) + 1]):
+        errors += _enum(kind, _REPLICA_TYPES, f"{path}.replicaTypes[{index}]")
+    if len(set(replica_types)) != len(replica_types):
+        errors.append(
+            FieldError(f"{path}.replicaTypes", "Invalid", "must not repeat a replica type", "<list>")
+        )
+    return errors
+
+
+def _validate_exit_codes(operator: str | None, values: list[int], path: str) -> list[FieldError]:
+    if operator is None:
+        errors = [FieldError(f"{path}.operator", "Required", "must be In or NotIn")]
+    else:
+        errors = _enum(operator, _EXIT_CODE_OPERATORS, f"{path}.operator")
+    if not values:
+        errors.append(FieldError(f"{path}.values", "Required", "must list at least one exit code"))
+    errors += _too_many(len(values), limits.MAX_RULE_EXIT_CODES, f"{path}.values")
+    for index, code in enumerate(values[: limits.MAX_RULE_EXIT_CODES]):
+        where = f"{path}.values[{index}]"
+        if not -limits.INT32_MAX - 1 <= code <= limits.INT32_MAX:
+            errors.append(FieldError(where, "Invalid", "must be a 32-bit exit code", code))
+        elif code == 0 and operator == ExitCodeOperator.IN:
+            errors.append(
+                FieldError(
+                    where, "Invalid", "must not be 0 for operator In: a failed container never exits 0", code
+                )
+            )
+    if len(set(values)) != len(values):
+        errors.append(FieldError(f"{path}.values", "Invalid", "must not repeat an exit code", "<list>"))
+    return errors
+
+
+def _too_many(count: int, most: int, path: str) -> list[FieldError]:
+    if count > most:
+        return [FieldError(path, "TooMany", f"must have at most {most} items", count)]
+    return []
 
 
 def _validate_replica_specs(job: Job, path: str) -> list[FieldError]:
