@@ -46,7 +46,7 @@ from app.api.defaults import (  # noqa: E402  (needs the sys.path entry above)
 from app.api import limits  # noqa: E402  (needs the sys.path entry above)
 from app.api.limits import MAX_WORKERS  # noqa: E402  (needs the sys.path entry above)
 from app.api.lint_crd import QUANTITY_PATTERN  # noqa: E402  (needs the sys.path entry above)
-from app.api.validation import CONDITION_TYPE_PATTERN  # noqa: E402  (needs the sys.path entry above)
+from app.api.validation import CONDITION_TYPE_PATTERN, EXIT_CODE_ZERO_IN  # noqa: E402  (needs the sys.path entry above)
 from app.api.types import (  # noqa: E402  (needs the sys.path entry above)
     API_VERSION,
     KIND,
@@ -449,7 +449,7 @@ def failure_policy_schema() -> dict[str, Any]:
     operators = _values(ExitCodeOperator)
     in_zero = _rule(
         f"self.operator != '{ExitCodeOperator.IN.value}' || !self.values.exists(v, v == 0)",
-        "must not list 0 for operator In: a failed container never exits 0",
+        EXIT_CODE_ZERO_IN,
         field_path=".values",
     )
     exit_codes = _field(
@@ -786,6 +786,7 @@ def main(argv: list[str] | None = None) -> int:
     return write_or_check(
         CRD_PATH, render_crd(), root=ROOT, check=args.check, regenerate="python tools/gen_crd.py"
     )
+
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -78,5 +78,6 @@ def main(argv: list[str] | None = None) -> int:
         INSTALL_PATH, rendered, root=ROOT, check=args.check, regenerate="python tools/gen_install.py"
     )
 
+
 if __name__ == "__main__":
     sys.exit(main())

@@ -181,6 +181,11 @@ class JobStatus(_Model):
     restart_count: int | None = Field(default=None, ge=_INT64_MIN, le=_INT64_MAX, alias="restartCount")
     restart_attempt: int | None = Field(default=None, ge=_INT64_MIN, le=_INT64_MAX, alias="restartAttempt")
 
+    @property
+    def restarts(self) -> tuple[int, int]:
+        """The current attempt and the counted restarts: 0 when unset, and a negative is read as 0."""
+        return max(self.restart_attempt or 0, 0), max(self.restart_count or 0, 0)
+
 
 class MPIJob(_Model):
     api_version: str = Field(default=API_VERSION, alias="apiVersion")

@@ -45,6 +45,7 @@ _REPLICA_TYPES = tuple(r.value for r in ReplicaType)
 # A Pod condition type: a qualified name, as Kubernetes spells them (``DisruptionTarget``, ``example.com/x``).
 CONDITION_TYPE_PATTERN = r"^([a-z0-9]([-a-z0-9.]*[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$"
 _CONDITION_TYPE = re.compile(CONDITION_TYPE_PATTERN)
+EXIT_CODE_ZERO_IN = "must not list 0 for operator In: a failed container never exits 0"
 
 
 @dataclass(frozen=True, slots=True)
@@ -213,12 +214,9 @@ def _validate_exit_codes(operator: str | None, values: list[int], path: str) -> 
         where = f"{path}.values[{index}]"
         if not -limits.INT32_MAX - 1 <= code <= limits.INT32_MAX:
             errors.append(FieldError(where, "Invalid", "must be a 32-bit exit code", code))
-        elif code == 0 and operator == ExitCodeOperator.IN:
-            errors.append(
-                FieldError(
-                    where, "Invalid", "must not be 0 for operator In: a failed container never exits 0", code
-                )
-            )
+
+    if operator == ExitCodeOperator.IN and 0 in values:
+        errors.append(FieldError(f"{path}.values", "Invalid", EXIT_CODE_ZERO_IN, 0))
     if len(set(values)) != len(values):
         errors.append(FieldError(f"{path}.values", "Invalid", "must not repeat an exit code", "<list>"))
     return errors

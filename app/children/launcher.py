@@ -90,6 +90,8 @@ def build_launcher_template(
     spec["restartPolicy"] = pods.restart_policy(replica.restart_policy)
     spec = pods.with_volumes(spec, [pods.ssh_volume(name, mount_path), config_volume(name)])
     spec = pods.with_ssh_fs_group(spec, mount_path)
+    if job.failure_policy is not None:
+        labels, spec = pods.with_restart_attempt(labels, spec, job.status.restarts[0])
     if membership is not None:
         labels, annotations, spec = decorate(membership, labels, annotations, spec)
     metadata: dict[str, Any] = {"labels": labels}
@@ -110,13 +112,16 @@ def build_launcher(job: Job, replica: Replica, membership: Membership | None = N
         spec["backoffLimit"] = policy.backoff_limit
     spec["podReplacementPolicy"] = "Failed"
     spec["template"] = build_launcher_template(job, replica, membership)
+    labels = names.owned_labels(job.name)
+    if job.failure_policy is not None:
+        labels[names.RESTART_ATTEMPT_LABEL] = str(job.status.restarts[0])
     return {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
             "name": names.launcher_name(job.name),
             "namespace": job.namespace,
-            "labels": names.owned_labels(job.name),
+            "labels": labels,
         },
         "spec": spec,
     }

@@ -97,6 +97,22 @@ def decorate_first_container(
     return {**spec, "containers": containers}
 
 
+def with_restart_attempt(
+    labels: dict[str, str], spec: dict[str, Any], attempt: int
+) -> tuple[dict[str, str], dict[str, Any]]:
+    """Ours, with a failure policy: the attempt's label, and ``MPIJOB_RESTART_ATTEMPT`` in every container
+    (init containers too), so a training script can resume from its checkpoint."""
+    env = {"name": names.RESTART_ATTEMPT_ENV, "value": str(attempt)}
+    out = dict(spec)
+    for kind in ("initContainers", "containers"):
+        if spec.get(kind):
+            out[kind] = [
+                {**c, "env": [*(e for e in c.get("env") or [] if e.get("name") != env["name"]), env]}
+                for c in spec[kind]
+            ]
+    return {**labels, names.RESTART_ATTEMPT_LABEL: str(attempt)}, out
+
+
 def with_logs_as_termination_message(spec: dict[str, Any]) -> dict[str, Any]:
     """Each container that chose no ``terminationMessagePolicy`` gets ``FallbackToLogsOnError``: when it
     fails, the kubelet keeps its log's last lines (at most 80 lines, 2 KiB) in its status, where the hook

@@ -44,6 +44,8 @@ class WorkerFactory:
         )
         spec = pods.with_volumes(spec, [pods.ssh_volume(self._job, mount_path)])
         spec = pods.with_ssh_fs_group(spec, mount_path)
+        if job.failure_policy is not None:
+            self._labels, spec = pods.with_restart_attempt(self._labels, spec, job.status.restarts[0])
         if membership is not None:
             self._labels, self._annotations, spec = decorate(
                 membership, self._labels, self._annotations, spec

@@ -41,6 +41,8 @@ class Milestone(StrEnum):
     CREATED = "created"
     SUCCEEDED = "succeeded"
     FAILED = "failed"
+    # Ours: a restart by the failure policy (``mpi_operator_hook_job_restarts_total``).
+    RESTARTED = "restarted"
 
 
 @dataclass(frozen=True)

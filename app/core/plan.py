@@ -25,7 +25,9 @@ from typing import Any
 
 from app.api.defaults import Job
 from app.api.types import CleanPodPolicy, ConditionType, JobStatus, LauncherCreationPolicy
+from app.core import failures
 from app.core import intents as i
+from app.core.failures import Action, Decision, Failure
 from app.core.observed import (
     Exit,
     LauncherOutcome,
@@ -64,6 +66,12 @@ class Plan:
     # WaitForWorkersReady and no launcher yet: the PodGroup must not count it (upstream #608).
     launcher_pending: bool = False
     conditions: tuple[i.ConditionIntent, ...] = ()
+    # With a failure policy: the attempt and counted restarts the status records, and the restart or
+    # failure it decided in this sync (``failures``). None without one.
+    restart_attempt: int | None = None
+    restart_count: int | None = None
+    failure: Failure | None = None
+    decision: Decision | None = None
 
     @property
     def finished(self) -> bool:
@@ -150,21 +158,48 @@ def _finished_plan(job: Job, observed: Observed, launcher: LauncherState | None)
         conditions=(i.RemoveCondition(ConditionType.INVALID),),
         start_time=job.status.start_time,
         completion_time=job.status.completion_time,
+        restart_attempt=job.status.restarts[0] if job.failure_policy is not None else None,
+        restart_count=job.status.restarts[1] if job.failure_policy is not None else None,
     )
 
 
 def _active_plan(job: Job, observed: Observed, launcher: LauncherState | None, now: datetime) -> Plan:
     suspended = bool(job.run_policy.suspend)
+    attempt, count = job.status.restarts
+    stale: tuple[str, ...] = ()
+    if job.failure_policy is not None:
+        # Only the current attempt's children count; older ones are being deleted.
+        attempts = failures.split(observed, attempt)
+        observed, stale = attempts.current, attempts.stale
+        launcher = launcher_state(observed.launcher, observed.launcher_pods)
     launcher_done = launcher is not None and launcher.done
     counted = 0 if suspended or launcher_done else job.worker_replicas
     counts = _count_workers(observed, counted)
-    finishing = launcher_done or counts.evicted > 0
-    if finishing:
-        # Keep the workers that exist, create none: cleanPodPolicy acts once "finished" is stored.
+    failure = decision = None
+    if job.failure_policy is None:
+        finishing = launcher_done or counts.evicted > 0
+    else:
+        # A job whose launcher succeeded has succeeded, whatever its workers did since.
+        succeeded = launcher is not None and launcher.outcome == LauncherOutcome.SUCCEEDED
+        if not (suspended or stale or succeeded):
+            launcher_failed = launcher is not None and launcher.outcome == LauncherOutcome.FAILED
+            failure = failures.first_failure(observed, launcher_failed)
+        decision = failures.decide(job, failure, count) if failure is not None else None
+        finishing = succeeded or (decision is not None and decision.action == Action.FAIL)
+    restarting = decision is not None and decision.action == Action.RESTART
+    if finishing or stale:
+        # Keep the workers that exist, create none: cleanPodPolicy acts once "finished" is stored, and a new
+        # attempt starts once nothing of the old one is left.
         workers = tuple(i for i in sorted(observed.workers) if i < job.worker_replicas)
+    elif restarting:
+        workers = ()  # every Pod of this attempt goes; the next attempt is created once they are gone
     else:
         workers = tuple(range(counted))
-    may_create = not finishing and _may_create_launcher(job, observed, counted)
+    may_create = not (finishing or stale or restarting) and _may_create_launcher(job, observed, counted)
+    if job.failure_policy is not None:
+        attempt, count = (
+            (attempt + 1, count + decision.counted) if restarting and decision else (attempt, count)
+        )
     plan = Plan(
         finished_before=False,
         finishing=finishing,
@@ -175,11 +210,15 @@ def _active_plan(job: Job, observed: Observed, launcher: LauncherState | None, n
         worker_indices=workers,
         running_worker_names=_running(job, observed, workers),
         # A suspended job has no launcher: on resume a new one is built from the current template.
-        keep_launcher=not suspended and (observed.launcher is not None or may_create),
+        keep_launcher=not suspended and not restarting and (observed.launcher is not None or may_create),
         start_time=job.status.start_time,
         completion_time=job.status.completion_time,
+        restart_attempt=attempt if job.failure_policy is not None else None,
+        restart_count=count if job.failure_policy is not None else None,
+        failure=failure,
+        decision=decision,
     )
-    return _Stage(job, plan, observed, timestamp(now)).decide()
+    return _Stage(job, plan, observed, timestamp(now), in_flight=bool(stale)).decide()
 
 
 def _count_workers(observed: Observed, counted: int) -> WorkerCounts:
@@ -220,8 +259,11 @@ class _Stage:
     """Upstream ``updateMPIJobStatus`` for a job not finished before this sync: which conditions change,
     in upstream's order, and the start and completion times."""
 
-    def __init__(self, job: Job, plan: Plan, observed: Observed, stamp: str) -> None:
+    def __init__(self, job: Job, plan: Plan, observed: Observed, stamp: str, *, in_flight: bool) -> None:
         self.plan, self.observed, self.stamp = plan, observed, stamp
+        self.policed = job.failure_policy is not None
+        # A restart is under way: the old attempt's children are still being deleted.
+        self.in_flight = in_flight
         self.stored = {c.type: c for c in job.status.conditions}
         self.who = f"MPIJob {job.namespace}/{job.name}"
         self.intents: list[i.ConditionIntent] = [i.RemoveCondition(ConditionType.INVALID)]
@@ -248,7 +290,9 @@ class _Stage:
             self.start_time = self.stamp
         if plan.launcher is not None:
             self._launcher_outcome(plan.launcher)
-        if plan.worker_counts.evicted:
+        if plan.failure is not None and plan.decision is not None:
+            self._failure_policy(plan.failure, plan.decision)
+        elif plan.worker_counts.evicted and not self.policed:
             # Upstream leaves evicted jobs half-alive; we finish them so the launcher stops (README).
             message = f"{plan.worker_counts.evicted}/{plan.counted_workers} workers are evicted"
             self.set(ConditionType.FAILED, "True", i.REASON_EVICTED, message, event="Warning")
@@ -284,15 +328,45 @@ class _Stage:
                 event="Normal",
                 milestone=i.Milestone.SUCCEEDED,
             )
-        elif launcher.outcome == LauncherOutcome.FAILED:
+        elif launcher.outcome == LauncherOutcome.FAILED and not self.policed:
             self.completion_time = self.completion_time or self.stamp
             reason, message = launcher_failure(self.who, launcher, _failed_workers(self.observed))
             self.set(
                 ConditionType.FAILED, "True", reason, message, event="Warning", milestone=i.Milestone.FAILED
             )
 
+    def _failure_policy(self, failure: Failure, decision: Decision) -> None:
+        """A restart (Restarting=True, naming the Pod) or the job's failure, as the policy decided."""
+        if decision.action == Action.RESTART:
+            attempt = self.plan.restart_attempt
+            message = f"{self.who} restarts as attempt {attempt} ({decision.why}): {failure.describe()}"
+            self.set(
+                ConditionType.RESTARTING,
+                "True",
+                failure.reason,
+                i.truncate(message),
+                event="Warning",
+                milestone=i.Milestone.RESTARTED,
+            )
+            return
+        self.completion_time = self.completion_time or self.stamp
+        message = f"{self.who} has failed ({decision.why}): {failure.describe()}"
+        if failure.replica.value == "Launcher" and self.plan.launcher is not None:
+            last = self.plan.launcher.last_exit
+            message = failure_message(message, last, [])
+        self.set(
+            ConditionType.FAILED,
+            "True",
+            decision.reason,
+            i.truncate(message),
+            event="Warning",
+            milestone=i.Milestone.FAILED,
+        )
+
     def _running(self) -> None:
         plan = self.plan
+        if self.in_flight or (plan.decision is not None and plan.decision.action == Action.RESTART):
+            return  # Restarting stays until the next attempt runs
         if plan.suspended:
             self.set(ConditionType.RUNNING, "False", i.REASON_SUSPENDED, f"{self.who} is suspended.")
         elif plan.finishing:

@@ -104,8 +104,10 @@ def _filter_out(conditions: list[WireCondition], kind: str) -> None:
     dropped = {kind, related.get(ConditionType(kind), kind)} if kind in related else {kind}
     conditions[:] = [c for c in conditions if c["type"] not in dropped]
     if kind in (ConditionType.SUCCEEDED, ConditionType.FAILED):
+        # Restarting is never set upstream; ours ends with the job too.
+        ended = (ConditionType.RUNNING, ConditionType.FAILED, ConditionType.RESTARTING)
         for c in conditions:
-            if c["type"] in (ConditionType.RUNNING, ConditionType.FAILED):
+            if c["type"] in ended:
                 c["status"] = "False"
 
 
@@ -126,7 +128,7 @@ def next_status(
     conditions, events = write_conditions(stored, plan.conditions, now)
     replicas = _finished_replicas(job.status, plan) if plan.finished_before else _active_replicas(job, plan)
     status = render(conditions, replicas, plan.start_time, plan.completion_time, job.metadata.generation)
-    return status, events
+    return _with_restarts(status, plan.restart_attempt, plan.restart_count), events
 
 
 def _finished_replicas(previous: JobStatus, plan: Plan) -> dict[str, dict[str, int]] | None:
@@ -171,7 +173,16 @@ def invalid_status(
     conditions, events = write_conditions(previous, (invalid,), now)
     replicas = previous_replica_statuses(previous)
     status = render(conditions, replicas, previous.start_time, previous.completion_time, generation)
-    return status, events
+    return _with_restarts(status, previous.restart_attempt, previous.restart_count), events
+
+
+def _with_restarts(status: dict[str, Any], attempt: int | None, count: int | None) -> dict[str, Any]:
+    """The failure policy's record (``failures``); kept as stored by a sync that decides nothing."""
+    if attempt is not None:
+        status["restartAttempt"] = attempt
+    if count is not None:
+        status["restartCount"] = count
+    return status
 
 
 def previous_replica_statuses(status: JobStatus) -> dict[str, dict[str, int]] | None:

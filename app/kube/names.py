@@ -25,6 +25,10 @@ JOB_NAME_LABEL = "training.kubeflow.org/job-name"
 JOB_ROLE_LABEL = "training.kubeflow.org/job-role"
 REPLICA_INDEX_LABEL = "training.kubeflow.org/replica-index"
 APP_LABEL = "app"
+# Ours, with a failure policy only: the attempt a launcher Job or worker Pod belongs to, and the env
+# variable that tells its containers (0 for the first attempt).
+RESTART_ATTEMPT_LABEL = "mpi-operator-hook/restart-attempt"
+RESTART_ATTEMPT_ENV = "MPIJOB_RESTART_ATTEMPT"
 # Metacontroller adds this label to every child (generateSelector); a user copy would abort the sync.
 CONTROLLER_UID_LABEL = "controller-uid"
 LAST_APPLIED_ANNOTATION = "metacontroller.k8s.io/last-applied-configuration"

@@ -51,6 +51,14 @@ class Metrics:
         self.jobs_failed = Counter(
             "mpi_operator_jobs_failed", "Counts number of MPI jobs failed", registry=self.registry
         )
+        # Ours: the failure policy's restarts, by the Restarting condition's reason (a small fixed set:
+        # WorkerOOMKilled, WorkerEvicted, WorkerDisrupted, WorkerDeadlineExceeded, WorkerError, Launcher...).
+        self.job_restarts = Counter(
+            "mpi_operator_hook_job_restarts",
+            "MPIJob restarts by the failure policy, by reason",
+            ["reason"],
+            registry=self.registry,
+        )
         self.job_info = Gauge(
             "mpi_operator_job_info",
             "Information about MPIJob",
@@ -127,6 +135,8 @@ class Metrics:
                 self.jobs_successful.inc()
             elif event.milestone == Milestone.FAILED:
                 self.jobs_failed.inc()
+            elif event.milestone == Milestone.RESTARTED:
+                self.job_restarts.labels(event.reason).inc()
         self._record_job(result)
 
     def _record_job(self, result: SyncResult) -> None:

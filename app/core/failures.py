@@ -1,0 +1,208 @@
+"""The failure policy (ours): which failure of the current attempt counts, and what the policy does with it.
+
+An attempt is the launcher Job and the worker Pods labelled with one ``restartAttempt``. A restart moves
+the job to the next attempt: every child of the old one is left out of the response (Metacontroller
+deletes it), and the new one is created only once nothing of the old one is left, under the same names,
+so two attempts never run side by side and the hostfile stays valid. The status is the record: the
+failure that decides is always one of the *current* attempt, so a repeated sync decides the same thing
+again, and a Pod of an old attempt can never cause a second restart.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+
+from app.api.defaults import Job
+from app.api.types import ExitCodeOperator, FailureAction, FailurePolicyRule, ReplicaType
+from app.core.observed import Exit, Observed, failed_exit
+from app.kube import names
+from app.kube.request import ObservedJob, ObservedPod
+
+DISRUPTION_TARGET = "DisruptionTarget"
+_EVICTED = "Evicted"
+
+
+class Cause(StrEnum):
+    """Why a Pod failed, in a few words a dashboard can group by (the Restarting reason and metric)."""
+
+    OOM_KILLED = "OOMKilled"
+    EVICTED = "Evicted"
+    DISRUPTED = "Disrupted"
+    DEADLINE_EXCEEDED = "DeadlineExceeded"
+    ERROR = "Error"
+
+
+@dataclass(frozen=True, slots=True)
+class Failure:
+    """A failed Pod of the current attempt: enough to match a rule and to tell the user."""
+
+    replica: ReplicaType
+    pod: str
+    # How its container ended, if one ended with a non-zero code.
+    exit: Exit | None
+    # The Pod's condition types that are True (DisruptionTarget, ...).
+    conditions: frozenset[str]
+    # The kubelet's Pod-level reason (Evicted, DeadlineExceeded, ...).
+    pod_reason: str = ""
+
+    @property
+    def cause(self) -> Cause:
+        if self.exit is not None and self.exit.reason == Cause.OOM_KILLED:
+            return Cause.OOM_KILLED
+        if self.pod_reason == _EVICTED:
+            return Cause.EVICTED
+        if DISRUPTION_TARGET in self.conditions:
+            return Cause.DISRUPTED
+        if self.pod_reason == Cause.DEADLINE_EXCEEDED:
+            return Cause.DEADLINE_EXCEEDED
+        return Cause.ERROR
+
+    @property
+    def reason(self) -> str:
+        """``WorkerOOMKilled``, ``LauncherError``, ...: the Restarting condition's reason."""
+        return f"{self.replica.value}{self.cause.value}"
+
+    def describe(self) -> str:
+        """``worker pi-worker-1: container worker exited with code 137 (OOMKilled)``."""
+        what = f"{self.replica.value.lower()} {self.pod}"
+        if self.exit is not None:
+            reason = f" ({self.exit.reason})" if self.exit.reason else ""
+            return f"{what}: container {self.exit.container} exited with code {self.exit.code}{reason}"
+        if self.pod_reason:
+            return f"{what}: {self.pod_reason}"
+        if DISRUPTION_TARGET in self.conditions:
+            return f"{what}: {DISRUPTION_TARGET}"
+        return f"{what} failed"
+
+
+class Action(StrEnum):
+    FAIL = "fail"
+    RESTART = "restart"
+
+
+@dataclass(frozen=True, slots=True)
+class Decision:
+    action: Action
+    # A restart counted against maxRestarts.
+    counted: bool
+    # Why, for the condition's message: which rule matched, or that the limit is reached.
+    why: str
+    # The Failed condition's reason when the job fails.
+    reason: str = ""
+
+
+REASON_FAIL_JOB_RULE = "FailJobRule"
+REASON_MAX_RESTARTS = "MaxRestartsReached"
+
+
+def decide(job: Job, failure: Failure, restarts: int) -> Decision:
+    """The first rule that matches decides; no match is a counted restart, as RestartJob."""
+    rules = (job.failure_policy.rules if job.failure_policy is not None else None) or []
+    action, which = FailureAction.RESTART_JOB, "no rule matched"
+    for index, rule in enumerate(rules):
+        if matches(rule, failure):
+            action, which = (
+                FailureAction(rule.action or FailureAction.RESTART_JOB),
+                f"rule {index} ({rule.action}) matched",
+            )
+            break
+    if action == FailureAction.FAIL_JOB:
+        return Decision(Action.FAIL, False, which, REASON_FAIL_JOB_RULE)
+    if action == FailureAction.RESTART_JOB_AND_IGNORE_MAX_RESTARTS:
+        return Decision(Action.RESTART, False, f"{which}; not counted")
+    if restarts >= job.max_restarts:
+        why = f"{which}, and {restarts} of maxRestarts {job.max_restarts} restarts are used"
+        return Decision(Action.FAIL, False, why, REASON_MAX_RESTARTS)
+    return Decision(Action.RESTART, True, f"{which}; restart {restarts + 1} of {job.max_restarts}")
+
+
+def matches(rule: FailurePolicyRule, failure: Failure) -> bool:
+    """Every criterion the rule gives holds (a rule with none matches every failure of its replicas)."""
+    if rule.replica_types and failure.replica.value not in rule.replica_types:
+        return False
+    codes = rule.on_exit_codes
+    if codes is not None:
+        code = failure.exit.code if failure.exit is not None else None
+        inside = code in (codes.values or [])
+        if code is None or inside != (codes.operator == ExitCodeOperator.IN):
+            return False
+    wanted = rule.on_pod_conditions
+    return not wanted or any(kind in failure.conditions for kind in wanted)
+
+
+# --- attempts ----------------------------------------------------------------------------------------
+
+
+def attempt_of(labels: dict[str, str]) -> int:
+    """A child's attempt; one without the label (created before the policy was set) is attempt 0."""
+    value = labels.get(names.RESTART_ATTEMPT_LABEL, "0")
+    return int(value) if value.isascii() and value.isdigit() else -1
+
+
+@dataclass(frozen=True)
+class Attempts:
+    """The observed children split into the current attempt's and what is left of older ones."""
+
+    current: Observed
+    # Names of children of another attempt that still exist (being deleted).
+    stale: tuple[str, ...]
+
+
+def split(observed: Observed, attempt: int) -> Attempts:
+    workers = {i: pod for i, pod in observed.workers.items() if attempt_of(pod.metadata.labels) == attempt}
+    stale = [pod.metadata.name for i, pod in sorted(observed.workers.items()) if i not in workers]
+    launcher = observed.launcher
+    if launcher is not None and attempt_of(launcher.metadata.labels) != attempt:
+        stale.append(launcher.metadata.name)
+        launcher = None
+    launcher_pods = observed.launcher_pods
+    if launcher_pods is not None:
+        # An old launcher Job is deleted in the background: its Pod may still run mpirun for a while.
+        old = [pod for pod in launcher_pods if attempt_of(pod.metadata.labels) != attempt]
+        stale += [pod.metadata.name for pod in old]
+        launcher_pods = [pod for pod in launcher_pods if pod not in old]
+    current = Observed(
+        launcher=launcher,
+        workers=workers,
+        secret=observed.secret,
+        launcher_pods=launcher_pods,
+        podgroups=observed.podgroups,
+        podgroups_declared=observed.podgroups_declared,
+        priorities=observed.priorities,
+    )
+    return Attempts(current, tuple(stale))
+
+
+# --- failures ----------------------------------------------------------------------------------------
+
+
+def first_failure(observed: Observed, launcher_failed: bool) -> Failure | None:
+    """The failure that decides: the first failed or disrupted worker (a launcher usually fails because a
+    worker did), else the failed launcher Job's newest failed Pod."""
+    for index in sorted(observed.workers):
+        pod = observed.workers[index]
+        if pod.phase == "Failed" or DISRUPTION_TARGET in _true_conditions(pod):
+            return _failure(ReplicaType.WORKER, pod)
+    if not launcher_failed:
+        return None
+    failed = [pod for pod in observed.launcher_pods or () if pod.phase == "Failed"]
+    if failed:
+        newest = max(failed, key=lambda pod: pod.metadata.creationTimestamp or "")
+        return _failure(ReplicaType.LAUNCHER, newest)
+    launcher = observed.launcher
+    return Failure(ReplicaType.LAUNCHER, _name(launcher), None, frozenset())
+
+
+def _failure(replica: ReplicaType, pod: ObservedPod) -> Failure:
+    reason = (pod.status.reason if pod.status else None) or ""
+    return Failure(replica, pod.metadata.name, failed_exit(pod), _true_conditions(pod), reason)
+
+
+def _true_conditions(pod: ObservedPod) -> frozenset[str]:
+    conditions = (pod.status.conditions if pod.status else None) or ()
+    return frozenset(c.type for c in conditions if c.status == "True")
+
+
+def _name(launcher: ObservedJob | None) -> str:
+    return launcher.metadata.name if launcher is not None else ""
