@@ -217,6 +217,9 @@ class FakeMetacontroller:
         self._uids = 0
         self._resource_version = 1000
         self._status_schema = _status_schema()
+        # Pods Metacontroller deletes linger with a deletionTimestamp until ``finish_deletions`` (as the
+        # kubelet's grace period makes them); else they vanish at once.
+        self.pods_linger = False
         self.replace_controller(self.controller)
 
     def replace_controller(self, controller: dict[str, Any]) -> None:
@@ -326,6 +329,15 @@ class FakeMetacontroller:
         if job is not None:
             self._job_counts(job)
 
+    def disrupt(self, name: str) -> None:
+        """The Eviction API (or a preemption): DisruptionTarget=True, then a graceful deletion."""
+        pod = self.get("Pod", name)
+        assert pod is not None, f"no Pod {name}"
+        status = pod.setdefault("status", {})
+        target = {"type": "DisruptionTarget", "status": "True", "reason": "EvictionByEvictionAPI"}
+        status["conditions"] = [*status.get("conditions", []), target]
+        self.delete("Pod", name, graceful=True)
+
     def workers_running(self, ready: bool = True) -> None:
         for name in self.names("Pod"):
             if name.startswith(f"{self.name}-worker-") and not self.get("Pod", name)["metadata"].get(
@@ -433,7 +445,11 @@ class FakeMetacontroller:
             uid = obj["metadata"]["uid"]
             for pod_key, pod in list(self.objects.items()):
                 if any(r.get("uid") == uid for r in pod["metadata"].get("ownerReferences", [])):
-                    del self.objects[pod_key]
+                    if self.pods_linger:
+                        pod["metadata"]["deletionTimestamp"] = stamp(self.now)
+                        self._bump(pod)
+                    else:
+                        del self.objects[pod_key]
 
     def finish_deletions(self) -> None:
         """Graceful deletions complete."""
@@ -497,14 +513,15 @@ class FakeMetacontroller:
         self._bump(obj)
         self.objects[(PRIORITY_CLASS_KEY, name)] = obj
 
-    def sync(self) -> Writes:
-        """One sync: call the hook and apply its answer as Metacontroller would."""
+    def sync(self, *, lose_status: bool = False) -> Writes:
+        """One sync: call the hook and apply its answer as Metacontroller would. ``lose_status``: the
+        children are managed, then the status write fails (a conflict, the apiserver gone)."""
         request = self.request()
         response = self.hook(request)
         if self.golden is not None:
             self.golden.check(request, response)
         self.last_response = response
-        writes = self._apply(response)
+        writes = self._apply(response, lose_status=lose_status)
         self.history.append(writes)
         return writes
 
@@ -526,7 +543,7 @@ class FakeMetacontroller:
                 return count
         raise AssertionError(f"still writing after {limit} syncs: {self.history[-1]}")
 
-    def _apply(self, response: dict[str, Any]) -> Writes:
+    def _apply(self, response: dict[str, Any], *, lose_status: bool = False) -> Writes:
         assert self.parent is not None
         unknown = set(response) - RESPONSE_KEYS
         if unknown:
@@ -553,7 +570,8 @@ class FakeMetacontroller:
         writes = Writes()
         if not self.parent["metadata"].get("deletionTimestamp"):
             self._manage_children(desired, writes)
-        self._write_status(response["status"], writes)
+        if not lose_status:
+            self._write_status(response["status"], writes)
         return writes
 
     def _check_child(self, child: dict[str, Any], uid: str) -> tuple[str, str]:
@@ -581,7 +599,8 @@ class FakeMetacontroller:
             if key[0] in self.strategies and self._owned_by_parent(obj) and key not in desired:
                 if obj["metadata"].get("deletionTimestamp"):
                     continue  # no second delete
-                self.delete(key[0].split(".")[0], key[1])
+                kind = key[0].split(".")[0]
+                self.delete(kind, key[1], graceful=self.pods_linger and kind == "Pod")
                 writes.deleted.append(f"{key[0]}/{key[1]}")
         for key, child in desired.items():
             applied = self._as_applied(child)

@@ -137,6 +137,10 @@ CASES: dict[str, tuple[Callable[[], Job], Callable[[], Job]]] = {
         edit(("spec.sshAuthMountPath", None)),
         edit(("spec.sshAuthMountPath", "/home/mpiuser/.ssh")),
     ),
+    Rule.FAILURE_POLICY_UNSEEN: (
+        edit(("spec.failurePolicy", {"maxRestarts": 2}), (f"{WORKER}.restartPolicy", "OnFailure")),
+        edit(("spec.failurePolicy", {"maxRestarts": 2}), (f"{WORKER}.restartPolicy", "Never")),
+    ),
 }
 
 

@@ -52,6 +52,7 @@ class Rule(StrEnum):
     WORKER_COMMAND = "worker-command"
     HOSTNETWORK_PORT_CLASH = "hostnetwork-port-clash"
     SSH_PATH_FOR_NON_ROOT = "ssh-path-for-non-root"
+    FAILURE_POLICY_UNSEEN = "failure-policy-unseen"
 
 
 RULES: dict[str, str] = {
@@ -74,6 +75,10 @@ RULES: dict[str, str] = {
     Rule.HOSTNETWORK_PORT_CLASH: "hostNetwork pods that may share a node and clash on sshd's port",
     Rule.SSH_PATH_FOR_NON_ROOT: (
         f"the SSH key goes to {DEFAULT_SSH_AUTH_MOUNT_PATH} but the containers run as another user"
+    ),
+    Rule.FAILURE_POLICY_UNSEEN: (
+        "a failure policy with workers whose restartPolicy is OnFailure: their containers restart in place,"
+        " so the policy never sees a worker fail"
     ),
 }
 
@@ -404,6 +409,19 @@ def _ssh_path_for_non_root(job: Job) -> Iterator[Finding]:
             return
 
 
+def _failure_policy_unseen(job: Job) -> Iterator[Finding]:
+    if job.failure_policy is not None and job.worker is not None and job.worker.restart_policy == "OnFailure":
+        yield Finding(
+            Rule.FAILURE_POLICY_UNSEEN,
+            Severity.WARNING,
+            f"{WORKER}.restartPolicy",
+            "spec.failurePolicy is set but the workers' restartPolicy is OnFailure: the kubelet restarts a"
+            " failed worker container in place and its Pod never fails, so the failure policy only sees"
+            " the launcher give up",
+            f"set {WORKER}.restartPolicy: Never (the default)",
+        )
+
+
 _CHECKS: tuple[Callable[[Job], Iterator[Finding]], ...] = (
     _np_mismatch,
     _gpu_slots_mismatch,
@@ -414,4 +432,5 @@ _CHECKS: tuple[Callable[[Job], Iterator[Finding]], ...] = (
     _worker_command,
     _hostnetwork_port_clash,
     _ssh_path_for_non_root,
+    _failure_policy_unseen,
 )
