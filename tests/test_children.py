@@ -1372,6 +1372,8 @@ def test_fs_group_for_a_non_root_key(
     worker_spec = WorkerFactory(job, job.worker, "").build(0)["spec"]
     assert launcher_spec.get("securityContext") == want
     assert worker_spec.get("securityContext") == want
+
+
 def test_seeded_keys_without_a_uid_are_random_and_say_so(
     tmp_path: Path, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
 ) -> None:

@@ -133,8 +133,10 @@ CASES: dict[str, tuple[Callable[[], Job], Callable[[], Job]]] = {
             (f"{WORKER}.template.spec.topologySpreadConstraints", SPREAD),
         ),
     ),
-    Rule.SSH_PATH_FOR_NON_ROOT: (edit(("spec.sshAuthMountPath", None)),
-                                 edit(("spec.sshAuthMountPath", "/home/mpiuser/.ssh"))),
+    Rule.SSH_PATH_FOR_NON_ROOT: (
+        edit(("spec.sshAuthMountPath", None)),
+        edit(("spec.sshAuthMountPath", "/home/mpiuser/.ssh")),
+    ),
 }
 
 

@@ -123,6 +123,4 @@ def test_a_lint_failure_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) 
 
     monkeypatch.setattr(warnings, "lint", broken)
     job = mpijob("pi").build()
-    assert message_for(job) == (
-        "mpijob lint could not check this job (KeyError); please report it"
-    )
+    assert message_for(job) == ("mpijob lint could not check this job (KeyError); please report it")

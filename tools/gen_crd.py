@@ -694,5 +694,6 @@ def main(argv: list[str] | None = None) -> int:
         CRD_PATH, render_crd(), root=ROOT, check=args.check, regenerate="python tools/gen_crd.py"
     )
 
+
 if __name__ == "__main__":
     sys.exit(main())
