@@ -7,10 +7,13 @@ from __future__ import annotations
 
 import functools
 import logging
+import os
 import re
+from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 
-from pydantic import Field, field_validator
+from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.core.config import SyncConfig
@@ -18,6 +21,28 @@ from app.kube.gang import gang_scheduler
 from app.kube.keys import MIN_SEED_BYTES, KeySource, SeededKeys, random_keys
 
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
+# Where the kubelet mounts a Pod's service-account token and the cluster's CA.
+SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+EVENTS_MODES = {"auto": "auto", "on": "on", "true": "on", "off": "off", "false": "off"}
+
+
+@dataclass(frozen=True)
+class EventsAccess:
+    """Where and how the hook posts Events: the API server's URL, a token file (re-read as it rotates), and
+    the CA that signs the server's certificate (None: the system's CAs)."""
+
+    server: str
+    token_file: Path
+    ca_file: Path | None
+
+
+def in_cluster_server(environ: Mapping[str, str]) -> str:
+    """``https://<KUBERNETES_SERVICE_HOST>:<KUBERNETES_SERVICE_PORT>``, as client-go's in-cluster config; ""
+    outside a Pod."""
+    host, port = environ.get("KUBERNETES_SERVICE_HOST", ""), environ.get("KUBERNETES_SERVICE_PORT", "")
+    if not host or not port:
+        return ""
+    return f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
 
 
 class Settings(BaseSettings):
@@ -63,6 +88,25 @@ class Settings(BaseSettings):
     metacontroller_apply_strategy: str = Field(
         default="dynamic-apply",
         description="Metacontroller's --apply-strategy: sizes the largest ConfigMap a job may need.",
+    )
+    events: str = Field(
+        default="auto",
+        description="Post Kubernetes Events about MPIJobs: 'auto' (in a cluster, or with an API server "
+        "set), 'on' (a start-up error when impossible) or 'off'.",
+    )
+    events_api_server: str = Field(
+        default="", description="API server URL for Events (default: the in-cluster KUBERNETES_SERVICE_*)."
+    )
+    events_token_file: Path = Field(
+        default=SERVICE_ACCOUNT_DIR / "token",
+        description="Bearer token file for Events, re-read every minute (bound tokens rotate).",
+    )
+    events_ca_file: Path = Field(
+        default=SERVICE_ACCOUNT_DIR / "ca.crt",
+        description="CA bundle that signs the API server's certificate (absent: the system's CAs).",
+    )
+    events_queue_size: int = Field(
+        default=1000, ge=1, le=1_000_000, description="Events waiting to be posted; more are dropped."
     )
 
     @field_validator("cluster_domain")
@@ -122,6 +166,45 @@ class Settings(BaseSettings):
             raise ValueError("must be 'dynamic-apply' or 'server-side-apply'")
         return value
 
+    @field_validator("events")
+    @classmethod
+    def _events(cls, value: str) -> str:
+        mode = EVENTS_MODES.get(value.strip().lower())
+        if mode is None:
+            raise ValueError("must be 'auto', 'on' or 'off'")
+        return mode
+
+    @field_validator("events_api_server")
+    @classmethod
+    def _api_server(cls, value: str) -> str:
+        value = value.strip().rstrip("/")
+        if value and not re.match(r"^https?://[^/?#\s]+(/[^?#\s]*)?$", value):
+            raise ValueError("must be an http(s) URL such as 'https://10.96.0.1:443'")
+        return value
+
+    @model_validator(mode="after")
+    def _events_possible(self) -> Settings:
+        if self.events == "on" and self.events_access() is None:
+            raise ValueError(
+                "MPI_OPERATOR_EVENTS=on needs an API server (MPI_OPERATOR_EVENTS_API_SERVER, or "
+                "KUBERNETES_SERVICE_HOST and _PORT in a Pod) and a readable MPI_OPERATOR_EVENTS_TOKEN_FILE"
+            )
+        return self
+
+    def events_access(self, environ: Mapping[str, str] | None = None) -> EventsAccess | None:
+        """Where to post Events, or None when they are off. ``auto`` turns them on with an explicit API
+        server, or in a Pod whose service-account token and CA are mounted; ``on`` whenever the token file
+        exists; ``off`` never."""
+        if self.events == "off":
+            return None
+        server = self.events_api_server or in_cluster_server(os.environ if environ is None else environ)
+        if not server or not self.events_token_file.is_file():
+            return None
+        ca_file = self.events_ca_file if self.events_ca_file.is_file() else None
+        if self.events == "auto" and not self.events_api_server and ca_file is None:
+            return None
+        return EventsAccess(server, self.events_token_file, ca_file)
+
     @property
     def annotation_budget(self) -> bool:
         """dynamic-apply copies each child into a 256 KiB annotation, which bounds its size."""
@@ -150,6 +233,7 @@ def load_settings() -> Settings:
         return Settings()
     except ValidationError as err:
         problems = "; ".join(
-            f"MPI_OPERATOR_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" for e in err.errors()
+            f"MPI_OPERATOR_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" if e["loc"] else e["msg"]
+            for e in err.errors()
         )
         raise SettingsError(f"invalid hook settings: {problems}") from None

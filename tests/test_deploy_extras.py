@@ -84,7 +84,41 @@ def test_network_policy_admits_only_metacontroller_to_the_hook() -> None:
         "kubernetes.io/metadata.name": "metacontroller"
     }
     assert metacontroller["podSelector"]["matchLabels"] == {"app.kubernetes.io/name": "metacontroller"}
-    assert policy["spec"]["egress"] == [] and "Egress" in policy["spec"]["policyTypes"]
+    # Egress: the API server's ports (Events) and DNS, nothing else.
+    assert "Egress" in policy["spec"]["policyTypes"]
+    egress = [(p["port"], p["protocol"]) for rule in policy["spec"]["egress"] for p in rule["ports"]]
+    assert sorted(egress) == [(53, "TCP"), (53, "UDP"), (443, "TCP"), (6443, "TCP")]
+    assert not any("to" in rule for rule in policy["spec"]["egress"])
+
+
+# ------------------------------------------------------------------------------------------ the hook's RBAC
+
+
+def test_the_hooks_account_may_only_create_events() -> None:
+    """Least privilege: one ClusterRole with one rule, create on core Events, bound to the account the
+    Deployment's Pods run as and no other; no Role or binding gives that account anything more."""
+    built = kustomize("deploy")
+    roles = [o for o in built if o["kind"] in ("ClusterRole", "Role")]
+    bindings = [o for o in built if o["kind"] in ("ClusterRoleBinding", "RoleBinding")]
+    for obj in roles + bindings:
+        _validate(obj)
+    (role,) = roles
+    assert role["rules"] == [{"apiGroups": [""], "resources": ["events"], "verbs": ["create"]}]
+    assert _grants(role) == {("", "events"): {"create"}}
+    pod = one(built, "Deployment")["spec"]["template"]["spec"]
+    namespace = one(built, "Deployment")["metadata"]["namespace"]
+    (binding,) = bindings
+    assert binding["roleRef"] == {
+        "apiGroup": "rbac.authorization.k8s.io",
+        "kind": role["kind"],
+        "name": role["metadata"]["name"],
+    }
+    assert binding["subjects"] == [
+        {"kind": "ServiceAccount", "name": pod["serviceAccountName"], "namespace": namespace}
+    ]
+    assert pod["automountServiceAccountToken"] is True
+    env = {e["name"]: e.get("value") for e in pod["containers"][0]["env"]}
+    assert env["MPI_OPERATOR_EVENTS"] == "auto"
 
 
 # ------------------------------------------------------------------------------------------ RBAC overlay

@@ -49,6 +49,8 @@ SCHEMA_KINDS = frozenset(
         "PodDisruptionBudget",
         "CustomResourceDefinition",
         "NetworkPolicy",
+        "ClusterRole",
+        "ClusterRoleBinding",
     }
 )
 COMPOSITE_CONTROLLER = ("metacontroller.k8s.io/v1alpha1", "CompositeController")
@@ -61,6 +63,8 @@ EXPECTED_OBJECTS = [
     ("v1", "Service", NAME, NAMESPACE),
     ("policy/v1", "PodDisruptionBudget", NAME, NAMESPACE),
     ("networking.k8s.io/v1", "NetworkPolicy", NAME, NAMESPACE),
+    ("rbac.authorization.k8s.io/v1", "ClusterRole", f"{NAME}-events", None),
+    ("rbac.authorization.k8s.io/v1", "ClusterRoleBinding", f"{NAME}-events", None),
     ("apiextensions.k8s.io/v1", "CustomResourceDefinition", CRD_NAME, None),
     (*COMPOSITE_CONTROLLER, NAME, None),
 ]
@@ -470,7 +474,8 @@ def test_deployment_is_locked_down(built: list[dict[str, Any]], deployment: dict
     assert pod["securityContext"]["runAsNonRoot"] is True
     assert pod["securityContext"]["runAsUser"] == 65532
     assert pod["securityContext"]["seccompProfile"] == {"type": "RuntimeDefault"}
-    assert pod["automountServiceAccountToken"] is False
+    # The hook's Pod mounts its token (to post Events); the account mounts none into any other Pod.
+    assert pod["automountServiceAccountToken"] is True
     service_account = find(built, "ServiceAccount", pod["serviceAccountName"])
     assert service_account["automountServiceAccountToken"] is False
     (container,) = pod["containers"]
@@ -510,6 +515,7 @@ def test_deployment_env_is_documented_settings(container: dict[str, Any]) -> Non
         "MPI_OPERATOR_MAX_BODY_BYTES": "167772160",
         "MPI_OPERATOR_MEMORY_BUDGET_BYTES": "167772160",
         "MPI_OPERATOR_METACONTROLLER_APPLY_STRATEGY": "dynamic-apply",
+        "MPI_OPERATOR_EVENTS": "auto",
     }
     settings = {name.removeprefix("MPI_OPERATOR_").lower() for name in env}
     assert settings <= set(Settings.model_fields)

@@ -202,3 +202,86 @@ def test_serve_with_a_bad_setting_exits_with_a_clear_message(name: str, value: s
     assert name in done.stderr
     assert "Traceback" not in done.stderr
     assert "Uvicorn running" not in done.stderr + done.stdout
+
+
+# ------------------------------------------------------------------------------------------ Events
+
+
+@pytest.fixture
+def in_cluster(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> Path:
+    """What a Pod sees: the API server's Service in the environment, the token and CA mounted (here at
+    tmp_path, pointed to by the settings that default to the kubelet's mount)."""
+    for name, value in {"KUBERNETES_SERVICE_HOST": "10.96.0.1", "KUBERNETES_SERVICE_PORT": "443"}.items():
+        monkeypatch.setenv(name, value)
+    (tmp_path / "token").write_text("token")
+    (tmp_path / "ca.crt").write_text("ca")
+    monkeypatch.setenv("MPI_OPERATOR_EVENTS_TOKEN_FILE", str(tmp_path / "token"))
+    monkeypatch.setenv("MPI_OPERATOR_EVENTS_CA_FILE", str(tmp_path / "ca.crt"))
+    return tmp_path
+
+
+def test_events_are_off_outside_a_cluster(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    settings = load_settings()
+    assert settings.events == "auto"
+    assert settings.events_access() is None
+
+
+def test_events_are_on_in_a_cluster(in_cluster: Path) -> None:
+    access = load_settings().events_access()
+    assert access is not None
+    assert access.server == "https://10.96.0.1:443"
+    assert (access.token_file, access.ca_file) == (in_cluster / "token", in_cluster / "ca.crt")
+
+
+def test_events_in_an_ipv6_cluster(in_cluster: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("KUBERNETES_SERVICE_HOST", "fd00::1")
+    access = load_settings().events_access()
+    assert access is not None and access.server == "https://[fd00::1]:443"
+
+
+def test_events_need_the_mounted_token_and_ca_in_auto_mode(in_cluster: Path) -> None:
+    (in_cluster / "ca.crt").unlink()
+    assert load_settings().events_access() is None
+    (in_cluster / "ca.crt").write_text("ca")
+    (in_cluster / "token").unlink()
+    assert load_settings().events_access() is None
+
+
+@pytest.mark.parametrize("value", ["off", "OFF", "false"])
+def test_events_off_switch(in_cluster: Path, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.setenv("MPI_OPERATOR_EVENTS", value)
+    assert load_settings().events_access() is None
+
+
+def test_events_with_an_explicit_api_server(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    (tmp_path / "token").write_text("token")
+    monkeypatch.setenv("MPI_OPERATOR_EVENTS_API_SERVER", "https://api.example.com:6443/")
+    monkeypatch.setenv("MPI_OPERATOR_EVENTS_TOKEN_FILE", str(tmp_path / "token"))
+    monkeypatch.setenv("MPI_OPERATOR_EVENTS_CA_FILE", str(tmp_path / "absent-ca.crt"))
+    access = load_settings().events_access()
+    assert access is not None
+    assert access.server == "https://api.example.com:6443"
+    assert access.ca_file is None  # the system's CAs
+
+
+def test_events_on_without_an_api_server_stops_the_start(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.delenv("KUBERNETES_SERVICE_HOST", raising=False)
+    message = _error(monkeypatch, "MPI_OPERATOR_EVENTS", "on")
+    assert "MPI_OPERATOR_EVENTS=on needs an API server" in message
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "words"),
+    [
+        ("MPI_OPERATOR_EVENTS", "sometimes", "must be 'auto', 'on' or 'off'"),
+        ("MPI_OPERATOR_EVENTS_API_SERVER", "api.example.com", "must be an http(s) URL"),
+        ("MPI_OPERATOR_EVENTS_QUEUE_SIZE", "0", "greater than or equal to 1"),
+    ],
+)
+def test_bad_events_settings_name_the_variable(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, words: str
+) -> None:
+    message = _error(monkeypatch, name, value)
+    assert name in message and words in message

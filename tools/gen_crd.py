@@ -33,20 +33,18 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python tools/gen_crd.py` puts tools/ on sys.path, not the repo root
     sys.path.insert(0, str(ROOT))
 
-from app.api import names  # noqa: E402  (needs the sys.path entry above)
+from app.api import limits, names  # noqa: E402  (needs the sys.path entry above)
 from app.api.defaults import (  # noqa: E402  (needs the sys.path entry above)
     DEFAULT_CLEAN_POD_POLICY,
-    DEFAULT_MAX_RESTARTS,
     DEFAULT_LAUNCHER_CREATION_POLICY,
+    DEFAULT_MAX_RESTARTS,
     DEFAULT_MPI_IMPLEMENTATION,
     DEFAULT_RESTART_POLICY,
     DEFAULT_SLOTS_PER_WORKER,
     DEFAULT_SSH_AUTH_MOUNT_PATH,
 )
-from app.api import limits  # noqa: E402  (needs the sys.path entry above)
 from app.api.limits import MAX_WORKERS  # noqa: E402  (needs the sys.path entry above)
 from app.api.lint_crd import QUANTITY_PATTERN  # noqa: E402  (needs the sys.path entry above)
-from app.api.validation import CONDITION_TYPE_PATTERN, EXIT_CODE_ZERO_IN  # noqa: E402  (needs the sys.path entry above)
 from app.api.types import (  # noqa: E402  (needs the sys.path entry above)
     API_VERSION,
     KIND,
@@ -60,6 +58,10 @@ from app.api.types import (  # noqa: E402  (needs the sys.path entry above)
     MPIImplementation,
     ReplicaType,
     RestartPolicy,
+)
+from app.api.validation import (  # noqa: E402  (needs the sys.path entry above)
+    CONDITION_TYPE_PATTERN,
+    EXIT_CODE_ZERO_IN,
 )
 from tools.generated import write_or_check  # noqa: E402  (needs the sys.path entry above)
 

@@ -38,7 +38,8 @@ HEADER = f"""\
 #
 # mpi-operator-hook in one file, without gang scheduling (for that, apply deploy/overlays/<scheduler>
 # with -k): the namespace mpi-operator, the MPIJob CRD, the CompositeController and the hook's Deployment,
-# Service, PodDisruptionBudget and NetworkPolicy. Needs Metacontroller >= v4.15.0 in the cluster.
+# Service, PodDisruptionBudget, NetworkPolicy and its ServiceAccount's one permission (create Events).
+# Needs Metacontroller >= v4.15.0 in the cluster.
 #   kubectl apply --server-side -f mpi-operator-hook.yaml
 # The image is deploy/base/deployment.yaml's placeholder; point it at the one you built and pushed:
 #   kubectl -n mpi-operator set image deployment/mpi-operator-hook hook=<registry>/mpi-operator-hook:<tag>

@@ -14,7 +14,8 @@ import functools
 import gc
 import logging
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
+from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from typing import TypeVar
@@ -30,6 +31,7 @@ from app.core.sync import SyncResult, Verdict, sync
 from app.kube.keys import KeySource
 from app.kube.request import RequestError, decode_request
 from app.server import logs
+from app.server.events import EventRecorder
 from app.server.guard import ASGIApp, BodyGuard, Limits, Receive, Scope, Send
 from app.server.memo import ParentMemo, remember
 from app.server.metrics import Metrics
@@ -48,12 +50,14 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Hook:
-    """What the handlers share: settings, key material, metrics and the parents' verdicts (one per app)."""
+    """What the handlers share: settings, key material, metrics, the parents' verdicts and, when Events are
+    on, their recorder (one per app)."""
 
     settings: Settings
     keys: KeySource
     metrics: Metrics
     memo: ParentMemo[Verdict] = field(default_factory=ParentMemo)
+    events: EventRecorder | None = None
 
     def answer_sync(self, body: bytes) -> tuple[SyncResult, bytes]:
         request = decode_request(body)
@@ -89,9 +93,11 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
             value=settings.gang_scheduling,
         )
     metrics = Metrics(job_info_ttl=settings.job_info_ttl_seconds)
-    hook = Hook(settings, keys or settings.key_source(), metrics)
+    hook = Hook(settings, keys or settings.key_source(), metrics, events=_recorder(settings, metrics))
     metrics.watch_memo(hook.memo)
-    web = FastAPI(title="mpi-operator-hook", docs_url=None, redoc_url=None, openapi_url=None)
+    web = FastAPI(
+        title="mpi-operator-hook", docs_url=None, redoc_url=None, openapi_url=None, lifespan=_lifespan
+    )
     web.state.hook = hook
     web.include_router(router)
     limits = Limits(
@@ -108,6 +114,28 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
         web, limits=limits, endpoints=endpoints, on_reject=metrics.error, on_bytes=metrics.in_flight_bytes.set
     )
     return HookApp(hook, guard)
+
+
+def _recorder(settings: Settings, metrics: Metrics) -> EventRecorder | None:
+    access = settings.events_access()
+    if access is None:
+        logs.event(log, logging.INFO, "events: off (logged only)", setting=settings.events)
+        return None
+    logs.event(log, logging.INFO, "events: posted to the API server", server=access.server)
+    return EventRecorder(access, metrics.event, queue_size=settings.events_queue_size)
+
+
+@asynccontextmanager
+async def _lifespan(web: FastAPI) -> AsyncIterator[None]:
+    """Start the Event recorder's task with the server; on shutdown post what is queued, briefly."""
+    recorder = web.state.hook.events
+    if recorder is not None:
+        await recorder.start()
+    try:
+        yield
+    finally:
+        if recorder is not None:
+            await recorder.stop()
 
 
 def _hook(request: Request) -> Hook:
@@ -136,6 +164,8 @@ async def sync_endpoint(hook: Hook, body: bytes) -> tuple[int, bytes]:
             reason=event.reason,
             message=event.message,
         )
+    if hook.events is not None and result.events:
+        hook.events.record(result, datetime.now(UTC))  # queued only: posting never delays the answer
     logs.event(
         log,
         logging.DEBUG,

@@ -28,6 +28,7 @@ from app.server.memo import ParentMemo
 SIZE_BUCKETS = tuple(float(1024 * 4**i) for i in range(10))
 ERROR_KINDS = ("too_large", "busy", "read_timeout", "disconnected", "bad_request", "internal")
 HOOKS = ("sync", "customize")
+EVENT_RESULTS = ("posted", "duplicate", "failed", "dropped")
 
 
 class Metrics:
@@ -78,6 +79,13 @@ class Metrics:
             ["hook", "outcome"],
             registry=self.registry,
         )
+        self.events = Counter(
+            "mpi_operator_hook_events",
+            "Kubernetes Events about MPIJobs by result: " + ", ".join(EVENT_RESULTS),
+            ["result"],
+            registry=self.registry,
+        )
+        self._events = {result: self.events.labels(result) for result in EVENT_RESULTS}
         self._add_transport_collectors()
         # Label lookups cost more than a small sync's other metrics together: bind the fixed ones once.
         self._sync_seconds = self.sync_seconds.labels("sync")
@@ -120,6 +128,10 @@ class Metrics:
     def watch_memo(self, memo: ParentMemo[Any]) -> None:
         """Export the parent memo's lookups and size: its hit rate says whether its bounds fit the jobs."""
         self.registry.register(_MemoCollector(memo))
+
+    def event(self, result: str) -> None:
+        """Count one Event: posted, duplicate (409: already posted), failed or dropped (queue full)."""
+        self._events[result].inc()
 
     def error(self, hook: str, kind: str) -> None:
         self.errors.labels(hook if hook in HOOKS else "other", kind).inc()

@@ -27,6 +27,7 @@ from typing import Any
 
 import httpx
 import pytest
+import yaml
 
 from tests.e2e import jobs
 from tests.e2e.controlplane import ControlPlane, find_binaries, metacontroller_crds, start_control_plane
@@ -36,6 +37,8 @@ from tests.e2e.processes import Processes
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTLE_SECONDS = 2.0
+# The hook's account as deploy/ installs it (tests/e2e/test_e2e_events.py).
+HOOK_NAMESPACE, HOOK_ACCOUNT = "mpi-operator", "mpi-operator-hook"
 
 
 @dataclass
@@ -51,6 +54,8 @@ class E2E:
     pokes: int = 0
     # Substrings of Metacontroller sync errors the current test provokes on purpose.
     expected_errors: tuple[str, ...] = ()
+    # The file holding the token of the hook's ServiceAccount, when the hook posts Events (own control plane).
+    hook_token_file: Path | None = None
 
     def restart_metacontroller(self) -> None:
         if self.plane is None:
@@ -150,6 +155,29 @@ def install_overlay(kube: Kube, workdir: Path, hook_url: str) -> str:
     return built
 
 
+def events_account(kube: Kube, plane: ControlPlane, workdir: Path) -> dict[str, str]:
+    """The hook's ServiceAccount and RBAC exactly as deploy/ installs them, a token for that account (a
+    TokenRequest, as ``kubectl create token``), and the hook's settings to post Events with it."""
+    built = kube.kubectl("kustomize", str(ROOT / "deploy")).stdout
+    kinds = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"}
+    account = [o for o in yaml.safe_load_all(built) if o and o["kind"] in kinds]
+    assert {o["kind"] for o in account} == kinds
+    kube.kubectl("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(account))
+    # A day: longer than any e2e session (the default hour is not).
+    spec = {"expirationSeconds": 86400}
+    request = {"apiVersion": "authentication.k8s.io/v1", "kind": "TokenRequest", "spec": spec}
+    url = f"/api/v1/namespaces/{HOOK_NAMESPACE}/serviceaccounts/{HOOK_ACCOUNT}/token"
+    token_file = workdir / "hook-token"
+    token_file.touch(mode=0o600)
+    token_file.write_text(kube.request("POST", url, request)["status"]["token"])
+    return {
+        "MPI_OPERATOR_EVENTS": "on",
+        "MPI_OPERATOR_EVENTS_API_SERVER": plane.server,
+        "MPI_OPERATOR_EVENTS_TOKEN_FILE": str(token_file),
+        "MPI_OPERATOR_EVENTS_CA_FILE": str(plane.pki.ca_cert),
+    }
+
+
 def _install_crd(kube: Kube) -> None:
     kube.kubectl("apply", "--server-side", "-k", str(ROOT / "crds"))
 
@@ -196,13 +224,17 @@ def e2e(tmp_path_factory: pytest.TempPathFactory) -> Iterator[E2E]:
             kube, plane = _own_control_plane(workdir, bin_dir)
             processes = plane.processes
             workdir = plane.workdir  # where every process's log is
-        hook = Hook(processes, workdir, host=os.environ.get("MPI_HOOK_E2E_HOOK_HOST", "127.0.0.1"))
+        # Events need a token of the hook's account from the cluster's API: only with our own control plane.
+        settings = {} if plane is None else events_account(kube, plane, workdir)
+        host = os.environ.get("MPI_HOOK_E2E_HOOK_HOST", "127.0.0.1")
+        hook = Hook(processes, workdir, host=host, settings=settings)
         hook.start()
         _install_crd(kube)
         installed = install_overlay(kube, workdir, hook.url)
         if plane is not None:
             plane.start_metacontroller()
-        yield E2E(kube, hook, plane, workdir, installed_controller=installed)
+        token_file = Path(settings["MPI_OPERATOR_EVENTS_TOKEN_FILE"]) if settings else None
+        yield E2E(kube, hook, plane, workdir, installed_controller=installed, hook_token_file=token_file)
     finally:
         processes.stop_all()
 

@@ -1,0 +1,279 @@
+"""Kubernetes Events about MPIJobs, posted by the shell, best effort: ``kubectl describe mpijob`` shows them.
+
+The pure ``sync`` says which Events a sync's transitions announce (``SyncResult.events``); ``sync_endpoint``
+hands them to ``EventRecorder.record``, which only puts them on a bounded queue and returns (full: the Event
+is dropped and counted), so posting never delays a sync. A background task, started and stopped with the app,
+posts each as a core/v1 Event about the MPIJob (``POST /api/v1/namespaces/{ns}/events``) from upstream's
+recorder component, ``mpi-job-controller``.
+
+One Event per transition, never aggregated (``count`` stays 1): its name is the job's name and a hash of the
+job's uid and the Event's key, which is the same for every sync that decides the same transition. A repeated
+sync, or another replica posting the same transition, gets 409 AlreadyExists: counted as a duplicate, not an
+error, never retried. 5xx answers and connection errors are retried a few times with backoff; anything else
+(403: RBAC, 404: the namespace is gone) is counted as failed and logged at warning with the Event's reason,
+never its message or the answer's body. The token file is re-read every minute: bound tokens rotate.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hashlib
+import logging
+import socket
+import ssl
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+from urllib.parse import quote
+
+import httpx
+import orjson
+
+from app.core.intents import Event
+from app.core.sync import SyncResult
+from app.server import logs
+from app.settings import EventsAccess
+
+log = logging.getLogger("mpi_operator_hook.events")
+
+# Upstream's recorder: NewRecorder(scheme, EventSource{Component: controllerAgentName}), and
+# controllerAgentName = "mpi-job-controller" (v2/pkg/controller/mpi_job_controller.go).
+COMPONENT = "mpi-job-controller"
+INVOLVED_API_VERSION = "kubeflow.org/v2beta1"
+INVOLVED_KIND = "MPIJob"
+# Upstream's eventMessageLimit (Kubernetes' own limit on an Event's note).
+MESSAGE_LIMIT = 1024
+MAX_NAME_CHARS = 253
+HASH_CHARS = 16
+MAX_INSTANCE_CHARS = 128
+TOKEN_REFRESH_SECONDS = 60.0
+RETRIES = 3
+BACKOFF_SECONDS = 0.5
+TIMEOUT_SECONDS = 10.0
+DRAIN_SECONDS = 5.0
+
+
+@dataclass(frozen=True, slots=True)
+class Pending:
+    """One Event waiting to be posted: about which job, and when its sync decided it."""
+
+    namespace: str
+    job: str
+    uid: str
+    event: Event
+    at: datetime
+
+
+def event_name(namespace: str, job: str, uid: str, key: str) -> str:
+    """``<job>.<16 hex digits>``: the same for the same transition of the same job, whoever posts it; a valid
+    DNS subdomain of at most 253 characters (a job's name is one)."""
+    identity = uid or f"{namespace}/{job}"
+    digest = hashlib.sha256(f"{identity}\n{key}".encode()).hexdigest()[:HASH_CHARS]
+    prefix = job[: MAX_NAME_CHARS - 1 - HASH_CHARS].rstrip(".-")
+    return f"{prefix}.{digest}" if prefix else digest
+
+
+def _message(text: str) -> str:
+    """As upstream's ``truncateMessage``: at most 1,024 characters, the cut marked with ``...``."""
+    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 3] + "..."
+
+
+def _timestamp(at: datetime) -> str:
+    return at.strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def event_body(item: Pending, instance: str) -> dict[str, Any]:
+    """The core/v1 Event, as client-go's recorder writes one: first and last timestamps, count 1, source
+    and reporting component (no ``eventTime``, which would make ``action`` required)."""
+    event = item.event
+    key = event.key or f"{event.type}/{event.reason}/{event.message}"
+    involved = {
+        "apiVersion": INVOLVED_API_VERSION,
+        "kind": INVOLVED_KIND,
+        "namespace": item.namespace,
+        "name": item.job,
+    }
+    if item.uid:
+        involved["uid"] = item.uid
+    stamp = _timestamp(item.at)
+    name = event_name(item.namespace, item.job, item.uid, key)
+    return {
+        "apiVersion": "v1",
+        "kind": "Event",
+        "metadata": {"name": name, "namespace": item.namespace},
+        "involvedObject": involved,
+        "type": event.type,
+        "reason": event.reason,
+        "message": _message(event.message),
+        "firstTimestamp": stamp,
+        "lastTimestamp": stamp,
+        "count": 1,
+        "source": {"component": COMPONENT},
+        "reportingComponent": COMPONENT,
+        "reportingInstance": instance,
+    }
+
+
+class TokenFile:
+    """A bearer token read from a file and read again once ``refresh_seconds`` have passed (the kubelet
+    rewrites a projected token well before it expires). A failed re-read keeps the last token."""
+
+    def __init__(
+        self,
+        path: Path,
+        refresh_seconds: float = TOKEN_REFRESH_SECONDS,
+        clock: Callable[[], float] = time.monotonic,
+    ) -> None:
+        self._path = path
+        self._refresh = refresh_seconds
+        self._clock = clock
+        self._token = ""
+        self._read_at = 0.0
+
+    def get(self) -> str:
+        """The token; raises ``OSError`` only when it was never read."""
+        now = self._clock()
+        if self._token and now - self._read_at < self._refresh:
+            return self._token
+        try:
+            token = self._path.read_text().strip()
+        except OSError:
+            if self._token:
+                return self._token
+            raise
+        self._token, self._read_at = token, now
+        return token
+
+
+def _instance() -> str:
+    return socket.gethostname()[:MAX_INSTANCE_CHARS] or COMPONENT
+
+
+class EventRecorder:
+    """Takes Events from syncs without waiting and posts them in the background (``start``/``stop``)."""
+
+    def __init__(
+        self,
+        access: EventsAccess,
+        count: Callable[[str], None],
+        *,
+        queue_size: int = 1000,
+        instance: str = "",
+        transport: httpx.AsyncBaseTransport | None = None,
+        retries: int = RETRIES,
+        backoff_seconds: float = BACKOFF_SECONDS,
+        timeout_seconds: float = TIMEOUT_SECONDS,
+        token_refresh_seconds: float = TOKEN_REFRESH_SECONDS,
+    ) -> None:
+        self.access = access
+        self._count = count
+        self._queue: asyncio.Queue[Pending] = asyncio.Queue(maxsize=queue_size)
+        self._instance = instance or _instance()
+        self._transport = transport
+        self._retries = retries
+        self._backoff = backoff_seconds
+        self._timeout = timeout_seconds
+        self._token = TokenFile(access.token_file, token_refresh_seconds)
+        self._client: httpx.AsyncClient | None = None
+        self._task: asyncio.Task[None] | None = None
+        self._dropping = False
+
+    def record(self, result: SyncResult, at: datetime) -> None:
+        """Queue the result's Events; never waits. A full queue drops them (counted, logged once per run of
+        drops)."""
+        if not result.namespace or not result.name:
+            return
+        for event in result.events:
+            try:
+                self._queue.put_nowait(Pending(result.namespace, result.name, result.uid, event, at))
+            except asyncio.QueueFull:
+                self._count("dropped")
+                if not self._dropping:
+                    self._dropping = True
+                    logs.event(log, logging.WARNING, "event queue full: dropping events", reason=event.reason)
+            else:
+                self._dropping = False
+
+    @property
+    def pending(self) -> int:
+        return self._queue.qsize()
+
+    async def start(self) -> None:
+        ca = self.access.ca_file
+        verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=str(ca)) if ca else True
+        self._client = httpx.AsyncClient(
+            base_url=self.access.server, verify=verify, timeout=self._timeout, transport=self._transport
+        )
+        self._task = asyncio.create_task(self._run(), name="event-recorder")
+
+    async def drain(self) -> None:
+        """Wait until every queued Event has been posted or given up on."""
+        await self._queue.join()
+
+    async def stop(self, drain_seconds: float = DRAIN_SECONDS) -> None:
+        """Post what is queued for up to ``drain_seconds``, then stop; whatever is left is lost."""
+        if self._task is not None:
+            with contextlib.suppress(TimeoutError):
+                await asyncio.wait_for(self.drain(), drain_seconds)
+            self._task.cancel()
+            await asyncio.gather(self._task, return_exceptions=True)
+            self._task = None
+        if self._client is not None:
+            await self._client.aclose()
+            self._client = None
+
+    async def _run(self) -> None:
+        while True:
+            item = await self._queue.get()
+            try:
+                self._count(await self._post(item))
+            except Exception:  # a bug of ours: the next Event still gets its turn
+                log.exception("posting an event failed unexpectedly")
+                self._count("failed")
+            finally:
+                self._queue.task_done()
+
+    async def _post(self, item: Pending) -> str:
+        """Post one Event, retrying 5xx answers and connection errors; its result for the metric."""
+        assert self._client is not None
+        body = orjson.dumps(event_body(item, self._instance))
+        url = f"/api/v1/namespaces/{quote(item.namespace, safe='')}/events"
+        problem = ""
+        for attempt in range(self._retries + 1):
+            if attempt:
+                await asyncio.sleep(self._backoff * 2 ** (attempt - 1))
+            try:
+                token = self._token.get()
+            except OSError as err:
+                return self._failed(item, f"token file unreadable: {err.strerror}")
+            headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
+            try:
+                response = await self._client.post(url, content=body, headers=headers)
+            except httpx.TransportError as err:
+                problem = f"connection error: {type(err).__name__}"
+                continue
+            status = response.status_code
+            if status < 300:
+                return "posted"
+            if status == 409:
+                return "duplicate"
+            problem = f"HTTP {status}"
+            if status < 500:
+                break
+        return self._failed(item, problem)
+
+    def _failed(self, item: Pending, problem: str) -> str:
+        logs.event(
+            log,
+            logging.WARNING,
+            "event not posted",
+            namespace=item.namespace,
+            job=item.job,
+            reason=item.event.reason,
+            problem=problem,
+        )
+        return "failed"
