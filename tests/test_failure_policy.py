@@ -349,3 +349,33 @@ def test_any_failure_sequence_keeps_the_promises(events: list[tuple[str, int]]) 
         mc.sync_until_steady()
     assert condition(mc, "Failed")[0] == "True" or condition(mc, "Succeeded")[0] == "True", mc.status
     assert mc.status.get("restartCount", 0) <= POLICY["maxRestarts"]
+
+
+def test_the_launchers_deadline_ends_the_job_without_a_restart() -> None:
+    """activeDeadlineSeconds bounds the whole job: a launcher past it fails the job as upstream's."""
+    mc = started({"maxRestarts": 3})
+    mc.finish_launcher("Failed", "DeadlineExceeded", "Job was active longer than specified deadline")
+    mc.sync_until_steady()
+    assert condition(mc, "Failed")[:2] == ("True", "DeadlineExceeded")
+    assert (mc.status["restartAttempt"], mc.status["restartCount"]) == (0, 0)
+
+
+def test_a_launcher_failing_the_job_quotes_its_last_output() -> None:
+    mc = started({"rules": [{"action": "FailJob", "replicaTypes": ["Launcher"]}]}, linger=False)
+    mc.container_exits("pi-launcher-00000", 3, "Error", "rank 0: checkpoint missing\n")
+    mc.finish_launcher("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    mc.sync_until_steady()
+    assert condition(mc, "Failed") == (
+        "True",
+        "FailJobRule",
+        "MPIJob default/pi has failed (rule 0 (FailJob) matched). Launcher pi-launcher-00000: container"
+        " launcher exited with code 3 (Error), last output: rank 0: checkpoint missing",
+    )
+
+
+def test_a_worker_scaled_away_is_no_failure() -> None:
+    mc = started({"maxRestarts": 3}, workers=3)
+    mc.edit_spec("mpiReplicaSpecs.Worker.replicas", 2)
+    mc.container_exits("pi-worker-2", 143, "Error")  # terminated as it is deleted
+    mc.sync_until_steady()
+    assert mc.status["restartAttempt"] == 0 and condition(mc, "Restarting") == ("", "", "")

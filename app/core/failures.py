@@ -177,10 +177,11 @@ def split(observed: Observed, attempt: int) -> Attempts:
 # --- failures ----------------------------------------------------------------------------------------
 
 
-def first_failure(observed: Observed, launcher_failed: bool) -> Failure | None:
-    """The failure that decides: the first failed or disrupted worker (a launcher usually fails because a
-    worker did), else the failed launcher Job's newest failed Pod."""
-    for index in sorted(observed.workers):
+def first_failure(observed: Observed, launcher_failed: bool, workers: int) -> Failure | None:
+    """The failure that decides: the first failed or disrupted worker of the ``workers`` wanted (a launcher
+    usually fails because a worker did; a surplus worker being scaled away is no failure), else the failed
+    launcher Job's newest failed Pod."""
+    for index in sorted(i for i in observed.workers if i < workers):
         pod = observed.workers[index]
         if pod.phase == "Failed" or DISRUPTION_TARGET in _true_conditions(pod):
             return _failure(ReplicaType.WORKER, pod)

@@ -11,6 +11,9 @@ from app.kube.gang import PODGROUP_API_VERSIONS, SCHEDULER_PLUGINS_API_VERSION, 
 from app.kube.gang import RESOURCE as PODGROUPS
 from app.kube.request import ObservedJob, ObservedPod, ObservedSecret, SyncRequest
 
+# The launcher Job's Failed reason once it ran past ``activeDeadlineSeconds``.
+DEADLINE_EXCEEDED = "DeadlineExceeded"
+
 
 class LauncherOutcome(StrEnum):
     RUNNING = "Running"
@@ -67,6 +70,12 @@ class LauncherState:
     @property
     def done(self) -> bool:
         return self.outcome != LauncherOutcome.RUNNING
+
+    @property
+    def ends_job(self) -> bool:
+        """Done in a way no failure policy changes: succeeded, or past ``activeDeadlineSeconds`` (which
+        bounds the whole job, not one attempt)."""
+        return self.outcome == LauncherOutcome.SUCCEEDED or self.failure_reason == DEADLINE_EXCEEDED
 
 
 @dataclass(frozen=True, slots=True)

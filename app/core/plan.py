@@ -24,7 +24,7 @@ from datetime import UTC, datetime
 from typing import Any
 
 from app.api.defaults import Job
-from app.api.types import CleanPodPolicy, ConditionType, JobStatus, LauncherCreationPolicy
+from app.api.types import CleanPodPolicy, ConditionType, JobStatus, LauncherCreationPolicy, ReplicaType
 from app.core import failures
 from app.core import intents as i
 from app.core.failures import Action, Decision, Failure
@@ -179,13 +179,14 @@ def _active_plan(job: Job, observed: Observed, launcher: LauncherState | None, n
     if job.failure_policy is None:
         finishing = launcher_done or counts.evicted > 0
     else:
-        # A job whose launcher succeeded has succeeded, whatever its workers did since.
-        succeeded = launcher is not None and launcher.outcome == LauncherOutcome.SUCCEEDED
-        if not (suspended or stale or succeeded):
+        # A job whose launcher succeeded has succeeded, whatever its workers did since; one whose launcher
+        # ran past activeDeadlineSeconds has failed (the deadline is the job's, not an attempt's).
+        ended = launcher is not None and launcher.ends_job
+        if not (suspended or stale or ended):
             launcher_failed = launcher is not None and launcher.outcome == LauncherOutcome.FAILED
-            failure = failures.first_failure(observed, launcher_failed)
+            failure = failures.first_failure(observed, launcher_failed, job.worker_replicas)
         decision = failures.decide(job, failure, count) if failure is not None else None
-        finishing = succeeded or (decision is not None and decision.action == Action.FAIL)
+        finishing = ended or (decision is not None and decision.action == Action.FAIL)
     restarting = decision is not None and decision.action == Action.RESTART
     if finishing or stale:
         # Keep the workers that exist, create none: cleanPodPolicy acts once "finished" is stored, and a new
@@ -328,7 +329,7 @@ class _Stage:
                 event="Normal",
                 milestone=i.Milestone.SUCCEEDED,
             )
-        elif launcher.outcome == LauncherOutcome.FAILED and not self.policed:
+        elif launcher.outcome == LauncherOutcome.FAILED and (not self.policed or launcher.ends_job):
             self.completion_time = self.completion_time or self.stamp
             reason, message = launcher_failure(self.who, launcher, _failed_workers(self.observed))
             self.set(
@@ -350,10 +351,16 @@ class _Stage:
             )
             return
         self.completion_time = self.completion_time or self.stamp
-        message = f"{self.who} has failed ({decision.why}): {failure.describe()}"
-        if failure.replica.value == "Launcher" and self.plan.launcher is not None:
-            last = self.plan.launcher.last_exit
-            message = failure_message(message, last, [])
+        head = f"{self.who} has failed ({decision.why})"
+        launcher = self.plan.launcher
+        if (
+            failure.replica == ReplicaType.LAUNCHER
+            and launcher is not None
+            and launcher.last_exit is not None
+        ):
+            message = failure_message(head, launcher.last_exit, [])  # with the launcher's last output
+        else:
+            message = f"{head}: {failure.describe()}"
         self.set(
             ConditionType.FAILED,
             "True",
