@@ -9,12 +9,16 @@ from __future__ import annotations
 
 from typing import Any
 
+import orjson
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from app.api.defaults import with_defaults
 from app.api.types import MPIJob
 from app.api.validation import validate
+from app.core.sync import sync
+from app.kube.request import decode_request
+from app.server.metrics import Metrics
 from tests.builders import mpijob
 from tests.metacontroller import FakeMetacontroller
 
@@ -379,3 +383,41 @@ def test_a_worker_scaled_away_is_no_failure() -> None:
     mc.container_exits("pi-worker-2", 143, "Error")  # terminated as it is deleted
     mc.sync_until_steady()
     assert mc.status["restartAttempt"] == 0 and condition(mc, "Restarting") == ("", "", "")
+
+
+def test_each_restart_is_its_own_event() -> None:
+    """Events are named by their key: two restarts for the same reason must not look like one transition
+    repeated (Restarting is removed, not turned False, when the attempt runs)."""
+    mc = started({"maxRestarts": 3}, linger=False)
+    keys: list[tuple[str, str]] = []
+    original = mc.hook
+
+    def recording(request: dict[str, Any]) -> dict[str, Any]:
+
+        result = sync(
+            decode_request(orjson.dumps(request)), now=mc.now, keys=mc.keys, config=mc.settings.sync_config
+        )
+        keys.extend((event.reason, event.key) for event in result.events)
+        return original(request)
+
+    mc.hook = recording
+    for worker in ("pi-worker-0", "pi-worker-1"):
+        mc.container_exits(worker, 1, "Error")
+        mc.sync_until_steady()
+        run_attempt(mc)
+    restarts = [key for reason, key in keys if reason == "WorkerError"]
+    assert len(restarts) == 2 and len(set(restarts)) == 2, keys
+
+
+def test_restarts_are_counted_by_reason_in_the_metrics() -> None:
+    mc = started({"maxRestarts": 3}, linger=False)
+    mc.container_exits("pi-worker-1", 137, "OOMKilled")
+    result = sync(
+        decode_request(orjson.dumps(mc.request())), now=mc.now, keys=mc.keys, config=mc.settings.sync_config
+    )
+    metrics = Metrics()
+    metrics.record_sync(result, 0.01)
+    metrics.record_sync(result, 0.01)  # the same restart decided twice (a lost status write) counts twice
+    sample = metrics.registry.get_sample_value
+    assert sample("mpi_operator_hook_job_restarts_total", {"reason": "WorkerOOMKilled"}) == 2
+    assert sample("mpi_operator_jobs_failed_total") == 0

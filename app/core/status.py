@@ -41,8 +41,12 @@ def find(conditions: list[WireCondition], kind: str) -> WireCondition | None:
     return next((c for c in conditions if c["type"] == kind), None)
 
 
-def apply(conditions: list[WireCondition], intent: i.ConditionIntent, now: datetime) -> i.Event | None:
-    """Write one intent in place; return the Event that announces it, if it changed something."""
+def apply(
+    conditions: list[WireCondition], intent: i.ConditionIntent, now: datetime, attempt: int = 0
+) -> i.Event | None:
+    """Write one intent in place; return the Event that announces it, if it changed something.
+    ``attempt``: the failure policy's attempt the status is in, part of the Event's key (Running and
+    Restarting are removed rather than turned False, so each attempt's would otherwise look the same)."""
     if isinstance(intent, i.RemoveCondition):
         conditions[:] = [c for c in conditions if c["type"] != intent.type]
         return None
@@ -51,7 +55,7 @@ def apply(conditions: list[WireCondition], intent: i.ConditionIntent, now: datet
         return None
     stamp = intent.stamp or timestamp(now)
     before = (current or {}).get("lastTransitionTime", "-")
-    key = f"{intent.type}/{intent.status}/{intent.reason}/{before}"
+    key = f"{intent.type}/{intent.status}/{intent.reason}/{before}/{attempt}"
     new = {
         "type": str(intent.type),
         "status": intent.status,
@@ -87,11 +91,11 @@ def order(conditions: list[WireCondition]) -> list[WireCondition]:
 
 
 def write_conditions(
-    stored: JobStatus, intents: Iterable[i.ConditionIntent], now: datetime
+    stored: JobStatus, intents: Iterable[i.ConditionIntent], now: datetime, attempt: int = 0
 ) -> tuple[list[WireCondition], tuple[i.Event, ...]]:
     """The stored conditions with every intent applied, in order, and the Events of those that changed."""
     conditions = conditions_from(stored)
-    events = [event for intent in intents if (event := apply(conditions, intent, now)) is not None]
+    events = [e for intent in intents if (e := apply(conditions, intent, now, attempt)) is not None]
     return order(conditions), tuple(events)
 
 
@@ -125,7 +129,7 @@ def next_status(
     """Upstream ``updateMPIJobStatus`` (and, for finished jobs, its cleanup), as one status and its Events.
 
     ``stored``: the status as Metacontroller sent it, the lint Warning included."""
-    conditions, events = write_conditions(stored, plan.conditions, now)
+    conditions, events = write_conditions(stored, plan.conditions, now, plan.restart_attempt or 0)
     replicas = _finished_replicas(job.status, plan) if plan.finished_before else _active_replicas(job, plan)
     status = render(conditions, replicas, plan.start_time, plan.completion_time, job.metadata.generation)
     return _with_restarts(status, plan.restart_attempt, plan.restart_count), events
