@@ -64,6 +64,8 @@ SPREAD = [
 ]
 
 # rule -> (trips it, does not)
+LAUNCHER_ = "Launcher"
+FAIL_ON_42 = {"action": "RestartJob", "onExitCodes": {"operator": "In", "values": [42]}}
 CASES: dict[str, tuple[Callable[[], Job], Callable[[], Job]]] = {
     Rule.INVALID: (edit((f"{LAUNCHER}.replicas", 2)), edit((f"{LAUNCHER}.replicas", 1))),
     Rule.CRD_REJECTED: (
@@ -140,6 +142,15 @@ CASES: dict[str, tuple[Callable[[], Job], Callable[[], Job]]] = {
     Rule.FAILURE_POLICY_UNSEEN: (
         edit(("spec.failurePolicy", {"maxRestarts": 2}), (f"{WORKER}.restartPolicy", "OnFailure")),
         edit(("spec.failurePolicy", {"maxRestarts": 2}), (f"{WORKER}.restartPolicy", "Never")),
+    ),
+    Rule.FAILURE_RULE_UNREACHABLE: (
+        edit(("spec.failurePolicy", {"rules": [{"action": "FailJob"}, FAIL_ON_42]})),
+        edit(
+            (
+                "spec.failurePolicy",
+                {"rules": [FAIL_ON_42, {"action": "FailJob", "replicaTypes": [LAUNCHER_]}]},
+            )
+        ),
     ),
 }
 

@@ -53,6 +53,7 @@ class Rule(StrEnum):
     HOSTNETWORK_PORT_CLASH = "hostnetwork-port-clash"
     SSH_PATH_FOR_NON_ROOT = "ssh-path-for-non-root"
     FAILURE_POLICY_UNSEEN = "failure-policy-unseen"
+    FAILURE_RULE_UNREACHABLE = "failure-rule-unreachable"
 
 
 RULES: dict[str, str] = {
@@ -79,6 +80,9 @@ RULES: dict[str, str] = {
     Rule.FAILURE_POLICY_UNSEEN: (
         "a failure policy with workers whose restartPolicy is OnFailure: their containers restart in place,"
         " so the policy never sees a worker fail"
+    ),
+    Rule.FAILURE_RULE_UNREACHABLE: (
+        "a failure policy rule after one that already matches every failure it could"
     ),
 }
 
@@ -422,6 +426,28 @@ def _failure_policy_unseen(job: Job) -> Iterator[Finding]:
         )
 
 
+def _failure_rule_unreachable(job: Job) -> Iterator[Finding]:
+    """A rule with no exit codes and no Pod conditions matches every failure of its replica types: a later
+    rule for no other replica type is never reached (the first match wins)."""
+    rules = (job.failure_policy.rules if job.failure_policy is not None else None) or []
+    every = {t.value for t in ReplicaType}
+    covered: set[str] = set()
+    for index, rule in enumerate(rules):
+        kinds = set(rule.replica_types or every)
+        if kinds <= covered:
+            yield Finding(
+                Rule.FAILURE_RULE_UNREACHABLE,
+                Severity.WARNING,
+                f"spec.failurePolicy.rules[{index}]",
+                f"rule {index} is never reached: an earlier rule without onExitCodes or onPodConditions"
+                f" already matches every failure of {', '.join(sorted(kinds))}"
+                " (the first matching rule decides)",
+                "move the more specific rule first, or remove it",
+            )
+        elif rule.on_exit_codes is None and not rule.on_pod_conditions:
+            covered |= kinds
+
+
 _CHECKS: tuple[Callable[[Job], Iterator[Finding]], ...] = (
     _np_mismatch,
     _gpu_slots_mismatch,
@@ -433,4 +459,5 @@ _CHECKS: tuple[Callable[[Job], Iterator[Finding]], ...] = (
     _hostnetwork_port_clash,
     _ssh_path_for_non_root,
     _failure_policy_unseen,
+    _failure_rule_unreachable,
 )
