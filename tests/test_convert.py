@@ -82,6 +82,13 @@ def test_mpi_distribution_becomes_mpi_implementation() -> None:
     assert to_v2beta1(job).obj["spec"]["mpiImplementation"] == "Intel"
 
 
+def test_a_failure_policy_is_a_note_in_a_trainjob() -> None:
+    job = load(ROOT / "examples" / "pi" / "pi.yaml")
+    job["spec"]["failurePolicy"] = {"maxRestarts": 2}
+    notes = to_trainjob(job, "mpi-distributed").notes
+    assert any(n.startswith("spec.failurePolicy: not carried over") for n in notes), notes
+
+
 CASES = {
     "training-operator-v1-horovod": (FIXTURES / "training-operator-v1-horovod.yaml", "v2beta1"),
     "pi-trainjob": (ROOT / "examples" / "pi" / "pi.yaml", "trainjob"),

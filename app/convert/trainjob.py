@@ -122,6 +122,12 @@ def _differences(
     for key, value in as_object(spec.get("runPolicy")).items():
         if key in _RUN_POLICY_WHY and value is not None:
             notes.append(f"spec.runPolicy.{key}: not carried over: {_RUN_POLICY_WHY[key]}")
+    if spec.get("failurePolicy") is not None:
+        notes.append(
+            "spec.failurePolicy: not carried over: a TrainJob has no such field; the runtime's JobSet"
+            " failurePolicy (maxRestarts, rules) and its Jobs' podFailurePolicy (exit codes, Pod conditions)"
+            " come closest"
+        )
     if spec.get("launcherCreationPolicy") == "WaitForWorkersReady":
         notes.append("spec.launcherCreationPolicy: the runtime's launcher dependsOn node Ready does this")
     if spec.get("sshAuthMountPath"):
