@@ -188,19 +188,17 @@ def _active_plan(job: Job, observed: Observed, launcher: LauncherState | None, n
         decision = failures.decide(job, failure, count) if failure is not None else None
         finishing = ended or (decision is not None and decision.action == Action.FAIL)
     restarting = decision is not None and decision.action == Action.RESTART
-    if finishing or stale:
+    if restarting:
+        workers: tuple[int, ...] = ()  # the attempt's Pods go; the next one is created once they are gone
+    elif finishing or (stale and not suspended):
         # Keep the workers that exist, create none: cleanPodPolicy acts once "finished" is stored, and a new
         # attempt starts once nothing of the old one is left.
         workers = tuple(i for i in sorted(observed.workers) if i < job.worker_replicas)
-    elif restarting:
-        workers = ()  # every Pod of this attempt goes; the next attempt is created once they are gone
     else:
         workers = tuple(range(counted))
     may_create = not (finishing or stale or restarting) and _may_create_launcher(job, observed, counted)
-    if job.failure_policy is not None:
-        attempt, count = (
-            (attempt + 1, count + decision.counted) if restarting and decision else (attempt, count)
-        )
+    if decision is not None and restarting:
+        attempt, count = attempt + 1, count + decision.counted
     plan = Plan(
         finished_before=False,
         finishing=finishing,
