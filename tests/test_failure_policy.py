@@ -7,6 +7,7 @@ Failed. The README's "When a worker dies" describes the same cases.
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 import orjson
@@ -16,11 +17,16 @@ from hypothesis import strategies as st
 from app.api.defaults import with_defaults
 from app.api.types import MPIJob
 from app.api.validation import validate
-from app.core.sync import sync
-from app.kube.request import decode_request
+from app.core.sync import Outcome, sync
+from app.kube.keys import SeededKeys
+from app.kube.request import RequestError, decode_request
 from app.server.metrics import Metrics
+from app.settings import Settings
 from tests.builders import mpijob
-from tests.metacontroller import FakeMetacontroller
+from tests.metacontroller import SEED, START, FakeMetacontroller
+
+KEYS = SeededKeys(SEED)
+CONFIG = Settings().sync_config
 
 ATTEMPT = "mpi-operator-hook/restart-attempt"
 LAUNCHER = "Job.batch/v1/pi-launcher"
@@ -421,3 +427,56 @@ def test_restarts_are_counted_by_reason_in_the_metrics() -> None:
     sample = metrics.registry.get_sample_value
     assert sample("mpi_operator_hook_job_restarts_total", {"reason": "WorkerOOMKilled"}) == 2
     assert sample("mpi_operator_jobs_failed_total") == 0
+
+
+SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**70), 2**70),
+    st.text(max_size=8),
+    st.sampled_from(["In", "FailJob"]),
+)
+HOSTILE_POLICY = st.recursive(
+    SCALARS,
+    lambda inner: (
+        st.lists(inner, max_size=3)
+        | st.dictionaries(
+            st.sampled_from(
+                [
+                    "maxRestarts",
+                    "rules",
+                    "action",
+                    "onExitCodes",
+                    "operator",
+                    "values",
+                    "onPodConditions",
+                    "replicaTypes",
+                    "x",
+                ]
+            ),
+            inner,
+            max_size=4,
+        )
+    ),
+    max_leaves=12,
+)
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    policy=HOSTILE_POLICY,
+    stored=st.dictionaries(st.sampled_from(["restartAttempt", "restartCount"]), SCALARS),
+)
+def test_any_failure_policy_and_stored_count_is_an_answer(policy: Any, stored: dict[str, Any]) -> None:
+    """Whatever the policy and the stored counters, the sync answers: a valid job, or Invalid saying why
+    (never an exception, never a 500)."""
+    raw = mpijob("pi").set("spec.failurePolicy", policy).status({"conditions": [], **stored}).build()
+    request = {"controller": {}, "parent": raw, "children": {}, "related": {}}
+    try:
+        body = json.dumps(request).encode()  # orjson refuses integers beyond 64 bits; a client may not
+        result = sync(decode_request(body), now=START, keys=KEYS, config=CONFIG)
+    except RequestError:
+        return  # a status of the wrong shape: the shell answers 400 with the message
+    assert isinstance(result.status.get("conditions"), list)
+    invalid = result.outcome == Outcome.INVALID
+    assert invalid or result.status.get("restartCount", 0) >= 0
