@@ -22,8 +22,9 @@ def test_the_launcher_never_restarts_over_repeated_runs(
     real_node: RealNode, ns: str, record_property: pytest.RecordProperty
 ) -> None:
     job = runs.example("pi.yaml", "pi")
-    done = repeats.repeat(real_node.kube, ns, job, REPEATS)
-    summary = repeats.summary("pi (Open MPI 4), same name, AtStartup", done)
+    label = "pi (Open MPI 4), same name, AtStartup"
+    done = repeats.repeat(real_node.kube, ns, job, REPEATS, label)
+    summary = repeats.summary(label, done)
     print(summary)
     record_property("e2e_summary", summary.splitlines()[0])
     assert not [r for r in done if r.restarts], summary
