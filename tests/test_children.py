@@ -393,7 +393,7 @@ def launcher_job(
     template_spec: dict[str, Any],
     labels: dict[str, str] | None = None,
     annotations: dict[str, str] | None = None,
-    launcher_host: str = "",
+    launcher_host: str = "-",
     resolve: str = "",
     **job_spec: Any,
 ) -> dict[str, Any]:
@@ -425,7 +425,7 @@ def launcher_job(
 
 
 def wait_for_workers(
-    first: dict[str, Any], bound: int = 300, launcher_host: str = "", resolve: str = ""
+    first: dict[str, Any], bound: int = 300, launcher_host: str = "-", resolve: str = ""
 ) -> dict[str, Any]:
     """The init container the hook adds: container[0]'s image, env, mounts, user and resources, our script
     (with Hydra, ``resolve``: the launcher's own name, which must resolve before mpiexec starts)."""

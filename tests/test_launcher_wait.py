@@ -57,7 +57,7 @@ def test_it_copies_the_decorated_first_container_and_runs_last() -> None:
     wait, launcher = spec["initContainers"][1], spec["containers"][0]
     assert wait == {
         "name": WAIT_FOR_WORKERS_CONTAINER,
-        "command": ["sh", "-c", SCRIPT, WAIT_FOR_WORKERS_CONTAINER, str(DEFAULT_WAIT_SECONDS), ""],
+        "command": ["sh", "-c", SCRIPT, WAIT_FOR_WORKERS_CONTAINER, str(DEFAULT_WAIT_SECONDS), "-"],
         # ours included: the hostfile and key mounts, the MPI env
         **{k: launcher[k] for k in ("image", "imagePullPolicy", "env", "envFrom", "volumeMounts")},
         "securityContext": first["securityContext"],
@@ -110,7 +110,7 @@ def _run(
     hostfile: str,
     up: list[str],
     bound: int,
-    launcher: str = "",
+    launcher: str = "-",
     ssh: bool = True,
     name: str = "",
 ) -> tuple[subprocess.CompletedProcess[str], list[str]]:

@@ -29,14 +29,15 @@ MAX_WAIT_SECONDS = 86_400
 # Hosts checked at once (each check is one ssh process).
 _PARALLEL = 16
 
-# POSIX sh. $1: the bound in seconds; $2: the launcher's own host name (runLauncherAsWorker), skipped: its
+# POSIX sh. $1: the bound in seconds; $2: the launcher's own host name (runLauncherAsWorker), or "-" for
+# none (the apiserver keeps "" in a list, but the hook emits no empty strings), skipped: its
 # ssh server, if any, starts with the launcher's main container; $3: a name that must resolve in cluster DNS
 # too (Hydra's proxies on the workers connect back to the launcher by name), checked with ``getent`` when
 # the image has it. The work runs in a subshell so that even
 # an error of the shell itself ends in "exit 0": the wait may only ever help.
 SCRIPT = r"""(
 set -f
-bound=$1 self=$2 name=$3 hostfile=/etc/mpi/hostfile cr=$(printf '\r')
+bound=$1 self=${2#-} name=$3 hostfile=/etc/mpi/hostfile cr=$(printf '\r')
 say() { echo "wait-for-workers: $*"; }
 command -v ssh >/dev/null 2>&1 || { say "no ssh in the image: not waiting"; exit 0; }
 [ -r "$hostfile" ] || { say "no $hostfile: not waiting"; exit 0; }
@@ -117,7 +118,7 @@ def with_wait_for_workers(spec: dict[str, Any], job: Job) -> dict[str, Any]:
     if bound == 0 or not containers or names.WAIT_FOR_WORKERS_CONTAINER in taken:
         return spec
     first = containers[0]
-    self_host = names.launcher_name(job.name) if job.run_launcher_as_worker else ""
+    self_host = names.launcher_name(job.name) if job.run_launcher_as_worker else "-"
     command = ["sh", "-c", SCRIPT, names.WAIT_FOR_WORKERS_CONTAINER, str(bound), self_host]
     if job.mpi_implementation != MPIImplementation.OPENMPI:
         # Without the cluster domain: never in the Pod's own /etc/hosts, so only cluster DNS answers it.
