@@ -26,6 +26,7 @@ from app.api.defaults import Job, with_defaults
 from app.api.types import MPIJob
 from app.children.configmap import build_configmap, discover_hosts, hostfile
 from app.children.launcher import build_launcher
+from app.children.launcher_wait import SCRIPT as WAIT_SCRIPT
 from app.children.service import build_service
 from app.children.ssh_secret import build_ssh_secret
 from app.children.workers import WorkerFactory
@@ -392,16 +393,23 @@ def launcher_job(
     template_spec: dict[str, Any],
     labels: dict[str, str] | None = None,
     annotations: dict[str, str] | None = None,
+    launcher_host: str = "-",
+    resolve: str = "",
     **job_spec: Any,
 ) -> dict[str, Any]:
     metadata: dict[str, Any] = {"labels": {**(labels or {}), **role_labels(job, "launcher")}}
     if annotations:
         metadata["annotations"] = annotations
-    # Ours, not upstream's: a launcher container that chose no policy keeps its log's tail when it fails.
+    # Ours, not upstream's: a launcher container that chose no policy keeps its log's tail when it fails,
+    # and the launcher waits for its workers in an init container after the template's own.
     template_spec = {
         **template_spec,
         "containers": [
             {"terminationMessagePolicy": "FallbackToLogsOnError", **c} for c in template_spec["containers"]
+        ],
+        "initContainers": [
+            *template_spec.get("initContainers", []),
+            wait_for_workers(template_spec["containers"][0], launcher_host=launcher_host, resolve=resolve),
         ],
     }
     return {
@@ -413,6 +421,20 @@ def launcher_job(
             "podReplacementPolicy": "Failed",
             "template": {"metadata": metadata, "spec": template_spec},
         },
+    }
+
+
+def wait_for_workers(
+    first: dict[str, Any], bound: int = 300, launcher_host: str = "-", resolve: str = ""
+) -> dict[str, Any]:
+    """The init container the hook adds: container[0]'s image, env, mounts, user and resources, our script
+    (with Hydra, ``resolve``: the launcher's own name, which must resolve before mpiexec starts)."""
+    copied = ("image", "imagePullPolicy", "env", "envFrom", "volumeMounts", "securityContext", "resources")
+    command = ["sh", "-c", WAIT_SCRIPT, "wait-for-workers", str(bound), launcher_host]
+    return {
+        "name": "wait-for-workers",
+        "command": [*command, resolve] if resolve else command,
+        **{key: first[key] for key in copied if first.get(key)},
     }
 
 
@@ -461,7 +483,13 @@ LAUNCHER_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
     (
         "launcher-as-worker",
         {"runLauncherAsWorker": True, "mpiReplicaSpecs": default_replicas()},
-        launcher_job("foo", "bar", default_launcher_spec("foo", OMPI_AS_WORKER_SLOTS_1), labels={INDEX: "0"}),
+        launcher_job(
+            "foo",
+            "bar",
+            default_launcher_spec("foo", OMPI_AS_WORKER_SLOTS_1),
+            labels={INDEX: "0"},
+            launcher_host="foo-launcher",
+        ),
     ),
     (
         "overrides",
@@ -532,6 +560,7 @@ LAUNCHER_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
                 "securityContext": {"fsGroup": 1000},
             },
             labels={"foo": "bar"},
+            resolve="foo-launcher.foo.bar.svc",
             ttlSecondsAfterFinished=1,
             activeDeadlineSeconds=2,
             backoffLimit=3,
@@ -541,7 +570,10 @@ LAUNCHER_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
         "MPICH has no slots variable",
         {"mpiImplementation": "MPICH", "slotsPerWorker": 3, "mpiReplicaSpecs": default_replicas()},
         launcher_job(
-            "foo", "bar", default_launcher_spec("foo", [*LAUNCHER_ENV, *MPICH_ENV, *NVIDIA_DISABLE_ENV])
+            "foo",
+            "bar",
+            default_launcher_spec("foo", [*LAUNCHER_ENV, *MPICH_ENV, *NVIDIA_DISABLE_ENV]),
+            resolve="foo-launcher.foo.bar.svc",
         ),
     ),
     (
@@ -554,6 +586,8 @@ LAUNCHER_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
                 "foo", [*LAUNCHER_ENV, *INTEL_ENV, {"name": "I_MPI_PERHOST", "value": "1"}]
             ),
             labels={INDEX: "0"},
+            launcher_host="foo-launcher",
+            resolve="foo-launcher.foo.bar.svc",
         ),
     ),
     (
@@ -626,6 +660,7 @@ LAUNCHER_CASES: list[tuple[str, dict[str, Any], dict[str, Any]]] = [
             "bar",
             default_launcher_spec("foo", OMPI_AS_WORKER_SLOTS_1),
             labels={"team": "hpc", INDEX: "0"},
+            launcher_host="foo-launcher",
             annotations={"sidecar.istio.io/inject": "false"},
         ),
     ),

@@ -7,6 +7,7 @@ from typing import Any
 from app.api.defaults import Job, Replica
 from app.api.types import MPIImplementation
 from app.children import pods
+from app.children.launcher_wait import with_wait_for_workers
 from app.children.podgroup import Membership, decorate
 from app.kube import names
 
@@ -90,6 +91,7 @@ def build_launcher_template(
     spec["restartPolicy"] = pods.restart_policy(replica.restart_policy)
     spec = pods.with_volumes(spec, [pods.ssh_volume(name, mount_path), config_volume(name)])
     spec = pods.with_ssh_fs_group(spec, mount_path)
+    spec = with_wait_for_workers(spec, job)
     if job.failure_policy is not None:
         labels, spec = pods.with_restart_attempt(labels, spec, job.status.restarts[0])
     if membership is not None:

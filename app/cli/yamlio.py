@@ -110,7 +110,11 @@ def _yaml_error(err: yaml.MarkedYAMLError, source: str) -> str:
 
 
 class _Dumper(yaml.SafeDumper):
-    """Writes a multi-line string as a block (``|``), so a hostfile or script reads as the file it is."""
+    """Writes a multi-line string as a block (``|``), so a hostfile or script reads as the file it is, and
+    an object the children share (the launcher's env in its init container) in full each time, no anchors."""
+
+    def ignore_aliases(self, data: Any) -> bool:
+        return True
 
 
 def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:

@@ -42,6 +42,11 @@ HOSTFILE_KEY = "hostfile"
 DISCOVER_HOSTS_KEY = "discover_hosts.sh"
 HOSTFILE_PATH = f"{CONFIG_MOUNT_PATH}/{HOSTFILE_KEY}"
 
+# The launcher's init container that waits for every worker to answer ssh, and the MPIJob annotation that
+# bounds its wait in seconds ("0": no such container).
+WAIT_FOR_WORKERS_CONTAINER = "wait-for-workers"
+LAUNCHER_WAIT_ANNOTATION = "mpi-operator-hook/launcher-wait-seconds"
+
 SSH_AUTH_VOLUME = "ssh-auth"
 SSH_PRIVATE_KEY = "ssh-privatekey"
 SSH_PUBLIC_KEY = "ssh-publickey"

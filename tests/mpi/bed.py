@@ -13,7 +13,8 @@ and a mount namespace in which:
   their rendered modes, owned by root, a ``..data`` symlink into a timestamped folder, a sticky world-writable
   top folder; with ``fsGroup``, group-owned by it with ``g+r`` added and the setgid bit on folders.
 
-The container's command runs as the rendered user (``runAsUser``/``runAsGroup``, supplementary ``fsGroup``)
+Its init containers run first, one after another (each must end with 0, or the pod stops there), then
+container[0]; each command runs as the rendered user (``runAsUser``/``runAsGroup``, supplementary ``fsGroup``)
 with the image's environment plus exactly the rendered ``env``. Everything is torn down by ``close()``: the
 pods' PID namespaces die with their first process (a root shell), network namespaces are deleted, files
 removed; ``test_teardown_leaves_nothing`` checks that no process of a pod outlives it.
@@ -295,12 +296,21 @@ class Bed:
                 f"mount --bind {source} {target}",
                 f"mount -o remount,bind,ro {target}",
             ]
+        lines.append("mount -t tmpfs -o mode=1777 tmpfs /tmp")  # the pod's own /tmp, as a container's
+        mounted = {(m["name"], m["mountPath"]) for m in container.get("volumeMounts") or []}
+        for init in pod.spec.get("initContainers") or []:
+            # One after another, each to its end, before container[0]; a failed one stops the pod (sh -e).
+            assert {(m["name"], m["mountPath"]) for m in init.get("volumeMounts") or []} <= mounted, init
+            lines.append(self._command_line(pod, init))
+        lines.append(self._command_line(pod, container))
+        return "\n".join(lines) + "\n"
+
+    def _command_line(self, pod: Pod, container: dict[str, Any]) -> str:
+        """Run one container's command as its user with its env, in its working folder."""
         uid, gid, groups = self._identity(pod.spec, container)
         env = self._env(pod, container, uid)
         command = [*(container.get("command") or []), *(container.get("args") or [])]
         workdir = container.get("workingDir") or self._home(uid)
-        lines.append("mount -t tmpfs -o mode=1777 tmpfs /tmp")  # the pod's own /tmp, as a container's
-        lines.append(f"cd {shlex.quote(workdir)}")
         drop: list[str] = []
         if uid != 0:
             group_list = ",".join(str(g) for g in groups) or None
@@ -315,8 +325,7 @@ class Bed:
         # Not exec'd: this root shell stays the PID namespace's first process. Its parent-death signal
         # (unshare --kill-child) survives, while a process that changed its uid loses it, and a leftover
         # first process would keep the whole pod alive after teardown.
-        lines.append(shlex.join(argv))
-        return "\n".join(lines) + "\n"
+        return f"cd {shlex.quote(workdir)}\n{shlex.join(argv)}"
 
     def _image_layer(self, pod: Pod) -> Path:
         layer = pod.dir / "layer"

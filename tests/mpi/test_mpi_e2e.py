@@ -26,6 +26,7 @@ from typing import Any
 
 import pytest
 
+from app.kube.names import LAUNCHER_WAIT_ANNOTATION
 from app.settings import Settings
 from tests.builders import mpijob
 from tests.metacontroller import FakeMetacontroller
@@ -35,8 +36,11 @@ from tests.mpi.builds import BUILDS, POD_PREFIX, PREFIX, Build, in_pod
 RANK_LINE = re.compile(r"^rank (\d+) of (\d+) on (\S+) \(sum of ranks (\d+)\)$", re.M)
 DISCOVER_LINE = re.compile(r"^discovered: (.*)$", re.M)
 KEY_LINE = re.compile(r"^key: (.*)$", re.M)
-# ssh's ConnectionAttempts=10 (rendered by the hook) spends ~10 s on a worker that refuses connections.
-FAILURE_DEADLINE = 15
+# ssh's ConnectionAttempts=10 (rendered by the hook) spends ~10 s on a worker that refuses connections,
+# after the launcher's wait-for-workers gave up (FAILURE_WAIT seconds, the MPIJob's annotation).
+FAILURE_WAIT = 2
+FAILURE_DEADLINE = 20
+WAITED = re.compile(r"^wait-for-workers: (\d+) hosts answer ssh", re.M)
 LAUNCHER_SECONDS = int(os.environ.get("MPI_E2E_LAUNCHER_SECONDS", "60"))
 
 
@@ -119,6 +123,7 @@ def job_for(
     builder.run_policy(backoffLimit=0)
     if options.get("deadline"):
         builder.run_policy(activeDeadlineSeconds=options["deadline"])
+        builder.set("metadata.annotations", {LAUNCHER_WAIT_ANNOTATION: str(FAILURE_WAIT)})
     builder.set(
         "spec.mpiReplicaSpecs.Launcher.template.spec.containers",
         [
@@ -155,6 +160,7 @@ def run_job(
     cluster_domain: str = "cluster.local",
     sshd_down: str = "",
     drop_env_prefix: str = "",
+    launcher_first: float = 0,
 ) -> Outcome:
     """Create the job, run its Pods, report the launcher's end to the hook as the Job controller would."""
     mc = FakeMetacontroller(settings=Settings(cluster_domain=hook_domain))
@@ -174,6 +180,10 @@ def run_job(
         launcher_pod = mc.start_launcher_pod()
         launcher = bed.plan(launcher_job["spec"]["template"], name=launcher_pod)
         children = list(mc.objects.values())
+        started = time.monotonic()
+        if launcher_first:  # as AtStartup on a real cluster: the launcher before any worker answers
+            bed.start(launcher, children)
+            time.sleep(launcher_first)
         for pod in workers:
             bed.start(pod, children)
         for pod in workers:
@@ -182,9 +192,9 @@ def run_job(
         mc.sync_until_steady()
         if sshd_down:
             bed.stop(sshd_down)
-        children = list(mc.objects.values())
-        started = time.monotonic()
-        bed.start(launcher, children)
+        if not launcher_first:
+            started = time.monotonic()
+            bed.start(launcher, list(mc.objects.values()))
         deadline = job["spec"]["runPolicy"].get("activeDeadlineSeconds")
         try:
             exit_code = launcher.wait(timeout=deadline or LAUNCHER_SECONDS)
@@ -229,6 +239,9 @@ def assert_placed(outcome: Outcome, slots: int) -> None:
     short_hosts = [h.split(".")[0] for h in outcome.hostfile_hosts()]
     assert Counter(h for *_, h, _ in ranks) == dict.fromkeys(short_hosts, slots), outcome.log
     assert outcome.conditions["Succeeded"] == ("True", "MPIJobSucceeded")
+    # The launcher's init container checked every worker over ssh first (not the launcher itself).
+    workers = [h for h in short_hosts if "-worker-" in h]
+    assert WAITED.findall(outcome.log) == [str(len(workers))], outcome.log
 
 
 def test_ranks_fill_the_workers_slots(build: Build, hello_dir: Path) -> None:
@@ -271,6 +284,8 @@ def assert_failed(build: Build, outcome: Outcome) -> None:
     Open MPI's mpirun and Intel's mpiexec exit non-zero; MPICH's Hydra waits forever for the proxy that ssh
     could not start, so only activeDeadlineSeconds ends that launcher (docs/image-contract.md says so)."""
     assert not outcome.ranks, f"ranks ran although the job cannot work:\n{outcome.log}"
+    # The launcher's wait gave up at its bound and left the failure to mpirun, as without the wait.
+    assert f"did not answer within {FAILURE_WAIT}s: starting the launcher anyway" in outcome.log, outcome.log
     failed = next(c for c in outcome.status["conditions"] if c["type"] == "Failed")
     if build.hangs_when_ssh_fails:
         assert outcome.exit_code is None, outcome.log
@@ -283,6 +298,14 @@ def assert_failed(build: Build, outcome: Outcome) -> None:
             f"Job has reached the specified backoff limit: mpirun exited with {outcome.exit_code}"
         )
     assert outcome.conditions["Running"][0] == "False"
+
+
+def test_launcher_started_before_its_workers_waits_for_them(build: Build, hello_dir: Path) -> None:
+    """As AtStartup on a real cluster: the launcher Pod starts while no worker's sshd listens yet. Its
+    init container retries ssh until both answer, then mpirun runs once and places every rank."""
+    outcome = run_job(build, job_for(build, hello_dir, non_root=True), launcher_first=3)
+    assert_placed(outcome, 1)
+    assert "hello-worker-0.hello.default.svc: " in outcome.log and ", retrying" in outcome.log, outcome.log
 
 
 def test_non_root_launcher_with_root_sshd(build: Build, hello_dir: Path) -> None:
