@@ -447,6 +447,7 @@ class Result:
     workers: int
     children_s: float = 0.0  # server: last child's creationTimestamp - first MPIJob's
     children_wall_s: float = 0.0
+    active_s: float = 0.0  # harness clock: every child exists -> every job reports all its workers active
     finish_s: float = 0.0  # harness clock: launchers marked done -> last MPIJob seen Succeeded
     finish_server_s: float = 0.0  # last Succeeded lastTransitionTime - launchers marked done (1 s steps)
     lag_median_s: float = 0.0  # per job: launcher Job Complete -> MPIJob Succeeded (server, 1 s steps)
@@ -458,6 +459,7 @@ class Result:
     rss: dict[str, float] = field(default_factory=dict)
     apiserver_cpu: float = 0.0
     caught_up: bool = True
+    skipped: bool = False  # --skip-go: this side did not run
     window: tuple[float, float] = (0.0, 0.0)
 
 
@@ -523,6 +525,7 @@ def run_side(side: Side, jobs: int, workers: int, timeout: float, log: Callable[
         except AssertionError:
             result.caught_up = False  # finish anyway; the table says so
         t_done = time.time()
+        result.active_s = t_done - t_apply - result.children_wall_s
         finished = kubelet.finish_launchers()
         log(f"  {side.name}: {finished} launcher Pods marked Succeeded")
 
@@ -620,6 +623,8 @@ def table(go: Result, ours: Result, budget: Budget) -> str:
         ("apply → every child exists (harness)", f"{go.children_wall_s:.1f} s",
          f"{ours.children_wall_s:.1f} s",
          ratio(ours.children_wall_s, go.children_wall_s)),
+        ("every child exists → every job reports its workers active", f"{go.active_s:.1f} s",
+         f"{ours.active_s:.1f} s", ratio(ours.active_s, go.active_s)),
         ("launcher Pods done → every MPIJob Succeeded", f"{go.finish_s:.1f} s", f"{ours.finish_s:.1f} s",
          ratio(ours.finish_s, go.finish_s)),
         ("per job, launcher Job Complete → Succeeded (median / max)",
@@ -639,21 +644,24 @@ def table(go: Result, ours: Result, budget: Budget) -> str:
     ]  # fmt: skip
     head = f"{go.jobs}x{go.workers}, {budget.label()}"
     lines = [f"| {head} | Go v0.8.2 | ours | ours/Go |", "|---|---:|---:|---:|"]
+    if go.skipped:
+        rows = [(a, "-", c, "") for a, _, c, _ in rows]
     lines += [f"| {a} | {b} | {c} | {d} |" for a, b, c, d in rows]
     if not (go.caught_up and ours.caught_up):
         lines.append("(a side had not reported every worker active when the launchers were finished)")
     return "\n".join(lines)
 
 
-def request_table(go: Result, ours: Result) -> str:
+def request_table(go: Result, ours: Result, finishing: bool = False) -> str:
     def merged(r: Result) -> Counter[str]:
         out: Counter[str] = Counter()
-        for agent, counts in r.requests.items():
+        for agent, counts in (r.finish_requests if finishing else r.requests).items():
             for key, n in counts.items():
                 out[f"{key} ({agent})" if r.side == "ours" else key] += n
         return out
 
-    lines = ["| requests by verb and resource | Go | ours (by agent) |", "|---|---|---|"]
+    what = "requests while finishing" if finishing else "requests"
+    lines = [f"| {what} by verb and resource | Go | ours (by agent) |", "|---|---|---|"]
     left, right = merged(go).most_common(), merged(ours).most_common()
     for i in range(max(len(left), len(right))):
         a = f"{left[i][0]}: {left[i][1]}" if i < len(left) else ""
@@ -701,10 +709,13 @@ def bench_plane(workdir: Path) -> Iterator[tuple[ControlPlane, Kube, Path]]:
 
 def run_case(
     plane: ControlPlane, kube: Kube, go_dir: Path, jobs: int, workers: int, budget: Budget, timeout: float,
-    log: Callable[[str], None],
+    log: Callable[[str], None], skip_go: bool = False,
 ) -> tuple[Result, Result]:  # fmt: skip
     log(f"case {jobs}x{workers}, {budget.label()}")
-    go = run_side(GoSide(plane, kube, budget, go_dir), jobs, workers, timeout, log)
+    if skip_go:
+        go = Result("go", jobs, workers, skipped=True)
+    else:
+        go = run_side(GoSide(plane, kube, budget, go_dir), jobs, workers, timeout, log)
     ours = run_side(HookSide(plane, kube, budget), jobs, workers, timeout, log)
     return go, ours
 
@@ -716,6 +727,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--burst", type=int, help="both sides' client burst (default: shipped 10)")
     parser.add_argument("--mc-workers", type=int, help="Metacontroller --workers (default 5)")
     parser.add_argument("--apply-strategy", help="Metacontroller --apply-strategy (and the hook's setting)")
+    parser.add_argument("--skip-go", action="store_true", help="only our side (levers of Metacontroller's)")
     parser.add_argument("--timeout", type=float, default=3600, help="per phase, seconds")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp") / f"scale-bench-{os.getpid()}")
     parser.add_argument("--json", type=Path, help="also write the results here")
@@ -729,11 +741,15 @@ def main(argv: list[str] | None = None) -> int:
     results = []
     with bench_plane(args.workdir) as (plane, kube, go_dir):
         for jobs, workers in cases:
-            go, ours = run_case(plane, kube, go_dir, jobs, workers, budget, args.timeout, log)
+            go, ours = run_case(
+                plane, kube, go_dir, jobs, workers, budget, args.timeout, log, skip_go=args.skip_go
+            )
             results.append((go, ours))
             print(table(go, ours, budget), flush=True)
             print(flush=True)
             print(request_table(go, ours), flush=True)
+            print(flush=True)
+            print(request_table(go, ours, finishing=True), flush=True)
             print(flush=True)
     if args.json:
         args.json.write_text(
