@@ -20,6 +20,7 @@ import os
 import ssl
 import tarfile
 import tempfile
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -110,6 +111,8 @@ class Options:
     service_cidr: str = SERVICE_CIDR
     # A kubelet will join (tests/node): Node authorization, ServiceAccount tokens, `kubernetes` endpoints.
     node: bool = False
+    # More kube-apiserver flags, e.g. an audit log (bench/scale_bench.py).
+    apiserver_args: tuple[str, ...] = ()
 
     @property
     def kubernetes_service_ip(self) -> str:
@@ -135,21 +138,25 @@ class ControlPlane:
         context.load_cert_chain(str(self.pki.admin_cert), str(self.pki.admin_key))
         return context
 
-    def start_metacontroller(self) -> None:
-        """(Re)start Metacontroller; ready when its /readyz answers."""
+    def start_metacontroller(self, flags: Sequence[str] | None = None) -> None:
+        """(Re)start Metacontroller; ready when its /readyz answers. ``flags`` replace the tests' own
+        tuning (fast discovery, 100 qps, info logs); the kubeconfig and loopback ports are always set."""
         health, metrics = free_port(), free_port()
+        tuning = [
+            "--discovery-interval=5s",
+            # Default 5 qps throttles a test that runs many jobs at once; users may raise it too.
+            "--client-go-qps=100",
+            "--client-go-burst=200",
+            "--zap-log-level=info",
+        ]
         self.metacontroller = self.processes.start(
             "metacontroller",
             [
                 str(self.bin_dir / "metacontroller"),
                 f"--kubeconfig={self.kubeconfig}",
-                "--discovery-interval=5s",
                 f"--metrics-address=127.0.0.1:{metrics}",
                 f"--health-probe-bind-address=127.0.0.1:{health}",
-                # Default 5 qps throttles a test that runs many jobs at once; users may raise it too.
-                "--client-go-qps=100",
-                "--client-go-burst=200",
-                "--zap-log-level=info",
+                *(tuning if flags is None else flags),
             ],
         )
         self.metacontroller_health = f"http://127.0.0.1:{health}"
@@ -238,6 +245,7 @@ def _start_apiserver(plane: ControlPlane, etcd: str, port: int) -> None:
             "--service-account-issuer=https://kubernetes.default.svc",
             f"--service-cluster-ip-range={plane.options.service_cidr}",
             *_policy(plane),
+            *plane.options.apiserver_args,
             f"--cert-dir={plane.workdir / 'apiserver-certs'}",
             "--v=0",
         ],

@@ -29,6 +29,8 @@ class Hook:
     started: Started | None = None
     # More MPI_OPERATOR_* settings, e.g. gang scheduling.
     settings: dict[str, str] = field(default_factory=dict)
+    # The command that serves the hook, given --host and --port (default: uvicorn, see start).
+    command: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         self.port = self.port or free_port()
@@ -54,17 +56,10 @@ class Hook:
             PYTHONUNBUFFERED="1",
         )
         env.update(self.settings)
-        argv = [
-            sys.executable,
-            "-m",
-            "uvicorn",
-            "app.server.main:app",
-            "--host",
-            self.host,
-            "--port",
-            str(self.port),
-            "--no-access-log",
-        ]
+        uvicorn = (sys.executable, "-m", "uvicorn", "app.server.main:app")
+        argv = [*(self.command or uvicorn), "--host", self.host, "--port", str(self.port)]
+        if not self.command:
+            argv.append("--no-access-log")
         self.started = self.processes.start("hook", argv, env=env, cwd=ROOT)
         wait_until_ready(self.started, http_ok(f"{self.url}/readyz"), 30, "the hook (uvicorn)")
 
