@@ -71,8 +71,8 @@ def test_installed_controller_is_ours_but_for_the_hook_urls(e2e: E2E) -> None:
 
 
 def test_deploy_passes_the_apiservers_server_side_dry_run(e2e: E2E) -> None:
-    """Everything in deploy/ (Namespace, CRD, ServiceAccount, Deployment, Service, PDB and
-    CompositeController) passes the real apiserver's validation and admission, as `kubectl apply
+    """Everything in deploy/ (Namespace, CRD, ServiceAccount and its Events RBAC, Deployment, Service, PDB,
+    NetworkPolicy and CompositeController) passes the real apiserver's validation and admission, as `kubectl apply
     --server-side -k` sends it.
     Only a dry run: applied for real, its CompositeController would point Metacontroller at a Service that
     nothing serves here."""
@@ -90,6 +90,8 @@ def test_deploy_passes_the_apiservers_server_side_dry_run(e2e: E2E) -> None:
             "namespace/mpi-operator",
             "customresourcedefinition.apiextensions.k8s.io/mpijobs.kubeflow.org",
             "serviceaccount/mpi-operator-hook",
+            "clusterrole.rbac.authorization.k8s.io/mpi-operator-hook-events",
+            "clusterrolebinding.rbac.authorization.k8s.io/mpi-operator-hook-events",
             "service/mpi-operator-hook",
             "deployment.apps/mpi-operator-hook",
             "poddisruptionbudget.policy/mpi-operator-hook",
