@@ -78,6 +78,11 @@ class Plan:
         """Finished before this sync or by it: the status this sync writes says Succeeded or Failed."""
         return self.finished_before or self.finishing
 
+    @property
+    def restarting(self) -> bool:
+        """This sync decides a restart: the status it writes starts the next attempt."""
+        return self.decision is not None and self.decision.action == Action.RESTART
+
 
 @dataclass(frozen=True, slots=True)
 class Inputs:
@@ -188,11 +193,11 @@ def _active_plan(job: Job, observed: Observed, launcher: LauncherState | None, n
         decision = failures.decide(job, failure, count) if failure is not None else None
         finishing = ended or (decision is not None and decision.action == Action.FAIL)
     restarting = decision is not None and decision.action == Action.RESTART
-    if restarting:
-        workers: tuple[int, ...] = ()  # the attempt's Pods go; the next one is created once they are gone
-    elif finishing or (stale and not suspended):
-        # Keep the workers that exist, create none: cleanPodPolicy acts once "finished" is stored, and a new
-        # attempt starts once nothing of the old one is left.
+    if finishing or restarting or (stale and not suspended):
+        # Keep the workers that exist, create none. cleanPodPolicy acts once "finished" is stored; a restart
+        # deletes the attempt once the status that starts the next one is stored (a sync that saw the old
+        # status, from Metacontroller's cache or after a lost write, then decides the same restart again
+        # from the same failed Pod), and the next attempt starts once nothing of the old one is left.
         workers = tuple(i for i in sorted(observed.workers) if i < job.worker_replicas)
     else:
         workers = tuple(range(counted))
@@ -209,7 +214,7 @@ def _active_plan(job: Job, observed: Observed, launcher: LauncherState | None, n
         worker_indices=workers,
         running_worker_names=_running(job, observed, workers),
         # A suspended job has no launcher: on resume a new one is built from the current template.
-        keep_launcher=not suspended and not restarting and (observed.launcher is not None or may_create),
+        keep_launcher=not suspended and (observed.launcher is not None or may_create),
         start_time=job.status.start_time,
         completion_time=job.status.completion_time,
         restart_attempt=attempt if job.failure_policy is not None else None,
@@ -370,7 +375,7 @@ class _Stage:
 
     def _running(self) -> None:
         plan = self.plan
-        if self.in_flight or (plan.decision is not None and plan.decision.action == Action.RESTART):
+        if self.in_flight or plan.restarting:
             return  # Restarting stays until the next attempt runs
         if plan.suspended:
             self.set(ConditionType.RUNNING, "False", i.REASON_SUSPENDED, f"{self.who} is suspended.")

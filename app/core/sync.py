@@ -70,9 +70,10 @@ class SyncResult:
         }
 
 
-# The clean-up of a finished job (cleanPodPolicy, a launcher still running after an eviction) waits for the
-# sync after the one that stored "finished". With ignoreStatusChanges nothing else may trigger that sync, so
-# the finishing sync asks for it (found by the e2e tests: workers left running forever).
+# The clean-up of a finished job (cleanPodPolicy, a launcher still running after an eviction), and the
+# deletion of an attempt the failure policy restarts, wait for the sync after the one that stored "finished"
+# or the next attempt. With ignoreStatusChanges nothing else may trigger that sync, so the deciding sync asks
+# for it (found by the e2e tests: workers left running forever).
 RESYNC_AFTER_FINISHING_SECONDS = 1.0
 
 
@@ -172,7 +173,7 @@ def _reconcile(
         launcher=names.launcher_name(job.name) if plan.keep_launcher else None,
         finished=plan.finished,
         events=events,
-        resync_after_seconds=RESYNC_AFTER_FINISHING_SECONDS if plan.finishing else 0,
+        resync_after_seconds=RESYNC_AFTER_FINISHING_SECONDS if plan.finishing or plan.restarting else 0,
     )
 
 

@@ -72,8 +72,8 @@ def test_installed_controller_is_ours_but_for_the_hook_urls(e2e: E2E) -> None:
 
 def test_deploy_passes_the_apiservers_server_side_dry_run(e2e: E2E) -> None:
     """Everything in deploy/ (Namespace, CRD, ServiceAccount and its Events RBAC, Deployment, Service, PDB,
-    NetworkPolicy and CompositeController) passes the real apiserver's validation and admission, as `kubectl apply
-    --server-side -k` sends it.
+    NetworkPolicy and CompositeController) passes the real apiserver's validation and admission, as
+    `kubectl apply --server-side -k` sends it.
     Only a dry run: applied for real, its CompositeController would point Metacontroller at a Service that
     nothing serves here."""
     created = e2e.kube.get("namespaces", None, "mpi-operator") is None

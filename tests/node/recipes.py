@@ -114,9 +114,7 @@ MPI_BUILDS = {
         # Debian's MPICH is ch4:ucx. All Pods of this node share one kernel (and boot id), so UCX takes
         # them for one host and tries shared memory across Pods; on a real cluster the workers talk TCP.
         # Trixie's 4.2: bookworm's 4.0 left a rank spinning in MPI_Finalize in about half the runs.
-        MpiBuild(
-            "mpich", "trixie", "mpich", "libmpich-dev", "mpich", "MPICH", env="ENV UCX_TLS=tcp,self\n"
-        ),
+        MpiBuild("mpich", "trixie", "mpich", "libmpich-dev", "mpich", "MPICH", env="ENV UCX_TLS=tcp,self\n"),
     )
 }
 
