@@ -1,16 +1,17 @@
 """The failure policy (ours): which failure of the current attempt counts, and what the policy does with it.
 
 An attempt is the launcher Job and the worker Pods labelled with one ``restartAttempt``. A restart moves
-the job to the next attempt: every child of the old one is left out of the response (Metacontroller
-deletes it), and the new one is created only once nothing of the old one is left, under the same names,
-so two attempts never run side by side and the hostfile stays valid. The status is the record: the
-failure that decides is always one of the *current* attempt, so a repeated sync decides the same thing
-again, and a Pod of an old attempt can never cause a second restart.
+the job to the next attempt: the deciding sync writes the status that names it; once that status is
+stored, every child of the old attempt is left out of the response (Metacontroller deletes it), and the
+new one is created only once nothing of the old one is left, under the same names, so two attempts never
+run side by side and the hostfile stays valid. The status is the record: the failure that decides is
+always one of the *current* attempt, so a repeated sync (or one that sees a stale status) decides the same
+thing again, and a Pod of an old attempt can never cause a second restart.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from enum import StrEnum
 
 from app.api.defaults import Job
@@ -162,15 +163,7 @@ def split(observed: Observed, attempt: int) -> Attempts:
         old = [pod for pod in launcher_pods if attempt_of(pod.metadata.labels) != attempt]
         stale += [pod.metadata.name for pod in old]
         launcher_pods = [pod for pod in launcher_pods if pod not in old]
-    current = Observed(
-        launcher=launcher,
-        workers=workers,
-        secret=observed.secret,
-        launcher_pods=launcher_pods,
-        podgroups=observed.podgroups,
-        podgroups_declared=observed.podgroups_declared,
-        priorities=observed.priorities,
-    )
+    current = replace(observed, launcher=launcher, workers=workers, launcher_pods=launcher_pods)
     return Attempts(current, tuple(stale))
 
 
