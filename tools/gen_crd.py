@@ -63,6 +63,7 @@ from app.api.validation import (  # noqa: E402  (needs the sys.path entry above)
     CONDITION_TYPE_PATTERN,
     EXIT_CODE_ZERO_IN,
 )
+from app.cli.yamlio import BlockDumper  # noqa: E402  (needs the sys.path entry above)
 from tools.generated import write_or_check  # noqa: E402  (needs the sys.path entry above)
 
 CRD_PATH = ROOT / "crds" / "kubeflow.org_mpijobs.yaml"
@@ -761,23 +762,8 @@ def crd() -> dict[str, Any]:
 # ----------------------------------------------------------------------------------------------------------
 
 
-class _Dumper(yaml.SafeDumper):
-    """Safe dumper that writes multi-line strings as literal blocks and never emits anchors or aliases."""
-
-    def ignore_aliases(self, data: Any) -> bool:
-        return True
-
-
-def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
-    style = "|" if "\n" in value else None
-    return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
-
-
-_Dumper.add_representer(str, _represent_str)
-
-
 def render_crd() -> str:
-    body = yaml.dump(crd(), Dumper=_Dumper, sort_keys=False, width=10_000, default_flow_style=False)
+    body = yaml.dump(crd(), Dumper=BlockDumper, sort_keys=False, width=10_000, default_flow_style=False)
     return HEADER + "---\n" + body
 
 

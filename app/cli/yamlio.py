@@ -109,9 +109,10 @@ def _yaml_error(err: yaml.MarkedYAMLError, source: str) -> str:
     return f"{where}: {problem}"
 
 
-class _Dumper(yaml.SafeDumper):
+class BlockDumper(yaml.SafeDumper):
     """Writes a multi-line string as a block (``|``), so a hostfile or script reads as the file it is, and
-    an object the children share (the launcher's env in its init container) in full each time, no anchors."""
+    an object the children share (the launcher's env in its init container) in full each time, no anchors.
+    Also the dumper of the generated CRD (tools/gen_crd.py)."""
 
     def ignore_aliases(self, data: Any) -> bool:
         return True
@@ -123,10 +124,10 @@ def _represent_str(dumper: yaml.SafeDumper, value: str) -> yaml.ScalarNode:
     return dumper.represent_scalar("tag:yaml.org,2002:str", value, style=style)
 
 
-_Dumper.add_representer(str, _represent_str)
+BlockDumper.add_representer(str, _represent_str)
 
 
 def dump_all(documents: list[dict[str, Any]]) -> str:
     if not documents:
         return ""
-    return yaml.dump_all(documents, Dumper=_Dumper, sort_keys=False, explicit_start=True)
+    return yaml.dump_all(documents, Dumper=BlockDumper, sort_keys=False, explicit_start=True)
