@@ -147,6 +147,7 @@ def _finished_plan(job: Job, observed: Observed, launcher: LauncherState | None)
         kept = []
     elif cleaning:
         kept = [i for i in kept if observed.workers[i].phase not in ("Running", "Pending")]
+    attempt, count = _restart_record(job)
     return Plan(
         finished_before=True,
         finishing=False,
@@ -163,18 +164,17 @@ def _finished_plan(job: Job, observed: Observed, launcher: LauncherState | None)
         conditions=(i.RemoveCondition(ConditionType.INVALID),),
         start_time=job.status.start_time,
         completion_time=job.status.completion_time,
-        restart_attempt=job.status.restarts[0] if job.failure_policy is not None else None,
-        restart_count=job.status.restarts[1] if job.failure_policy is not None else None,
+        restart_attempt=attempt,
+        restart_count=count,
     )
 
 
 def _active_plan(job: Job, observed: Observed, launcher: LauncherState | None, now: datetime) -> Plan:
     suspended = bool(job.run_policy.suspend)
-    attempt, count = job.status.restarts
     stale: tuple[str, ...] = ()
     if job.failure_policy is not None:
         # Only the current attempt's children count; older ones are being deleted.
-        attempts = failures.split(observed, attempt)
+        attempts = failures.split(observed, job.status.restarts[0])
         observed, stale = attempts.current, attempts.stale
         launcher = launcher_state(observed.launcher, observed.launcher_pods)
     launcher_done = launcher is not None and launcher.done
@@ -184,13 +184,8 @@ def _active_plan(job: Job, observed: Observed, launcher: LauncherState | None, n
     if job.failure_policy is None:
         finishing = launcher_done or counts.evicted > 0
     else:
-        # A job whose launcher succeeded has succeeded, whatever its workers did since; one whose launcher
-        # ran past activeDeadlineSeconds has failed (the deadline is the job's, not an attempt's).
+        failure, decision = _policy_decision(job, observed, launcher, held=suspended or bool(stale))
         ended = launcher is not None and launcher.ends_job
-        if not (suspended or stale or ended):
-            launcher_failed = launcher is not None and launcher.outcome == LauncherOutcome.FAILED
-            failure = failures.first_failure(observed, launcher_failed, job.worker_replicas)
-        decision = failures.decide(job, failure, count) if failure is not None else None
         finishing = ended or (decision is not None and decision.action == Action.FAIL)
     restarting = decision is not None and decision.action == Action.RESTART
     if finishing or restarting or (stale and not suspended):
@@ -202,8 +197,7 @@ def _active_plan(job: Job, observed: Observed, launcher: LauncherState | None, n
     else:
         workers = tuple(range(counted))
     may_create = not (finishing or stale or restarting) and _may_create_launcher(job, observed, counted)
-    if decision is not None and restarting:
-        attempt, count = attempt + 1, count + decision.counted
+    attempt, count = _restart_record(job, decision)
     plan = Plan(
         finished_before=False,
         finishing=finishing,
@@ -217,12 +211,37 @@ def _active_plan(job: Job, observed: Observed, launcher: LauncherState | None, n
         keep_launcher=not suspended and (observed.launcher is not None or may_create),
         start_time=job.status.start_time,
         completion_time=job.status.completion_time,
-        restart_attempt=attempt if job.failure_policy is not None else None,
-        restart_count=count if job.failure_policy is not None else None,
+        restart_attempt=attempt,
+        restart_count=count,
         failure=failure,
         decision=decision,
     )
     return _Stage(job, plan, observed, timestamp(now), in_flight=bool(stale)).decide()
+
+
+def _policy_decision(
+    job: Job, observed: Observed, launcher: LauncherState | None, *, held: bool
+) -> tuple[Failure | None, Decision | None]:
+    """The failure of the current attempt that decides, and what the failure policy does with it. None while
+    ``held`` (suspended, or an old attempt still being deleted) or once the launcher ended the job: one that
+    succeeded has succeeded, whatever its workers did since; one past activeDeadlineSeconds has failed (the
+    deadline is the job's, not an attempt's)."""
+    if held or (launcher is not None and launcher.ends_job):
+        return None, None
+    launcher_failed = launcher is not None and launcher.outcome == LauncherOutcome.FAILED
+    failure = failures.first_failure(observed, launcher_failed, job.worker_replicas)
+    return failure, (failures.decide(job, failure, job.status.restarts[1]) if failure is not None else None)
+
+
+def _restart_record(job: Job, decision: Decision | None = None) -> tuple[int | None, int | None]:
+    """The attempt and counted restarts the status records (None without a failure policy): as stored,
+    or the next attempt when ``decision`` restarts the job."""
+    if job.failure_policy is None:
+        return None, None
+    attempt, count = job.status.restarts
+    if decision is not None and decision.action == Action.RESTART:
+        return attempt + 1, count + decision.counted
+    return attempt, count
 
 
 def _count_workers(observed: Observed, counted: int) -> WorkerCounts:
