@@ -13,7 +13,7 @@ import re
 import time
 from collections.abc import AsyncIterator, Callable, Coroutine
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -26,7 +26,7 @@ import uvicorn
 from app.core.intents import Event, Milestone
 from app.core.sync import Outcome, SyncResult
 from app.kube.keys import SeededKeys
-from app.server.events import COMPONENT, MAX_NAME_CHARS, EventRecorder, TokenFile, event_name
+from app.server.events import COMPONENT, MAX_NAME_CHARS, EventRecorder, Posting, TokenFile, event_name
 from app.server.main import create_app, sync_endpoint
 from app.server.metrics import Metrics
 from app.settings import EventsAccess, Settings
@@ -123,9 +123,15 @@ def counts(metrics: Metrics) -> dict[str, float]:
     return {r: metrics.events.labels(r)._value.get() for r in ("posted", "duplicate", "failed", "dropped")}
 
 
-def recorder(url: str, token_file: Path, metrics: Metrics, **options: Any) -> EventRecorder:
-    options.setdefault("backoff_seconds", 0.01)
-    return EventRecorder(EventsAccess(url, token_file, None), metrics.event, instance="hook-0", **options)
+# Retries back off in hundredths of a second here, not halves.
+FAST = Posting(backoff_seconds=0.01)
+
+
+def recorder(
+    url: str, token_file: Path, metrics: Metrics, *, posting: Posting = FAST, **options: Any
+) -> EventRecorder:
+    access = EventsAccess(url, token_file, None)
+    return EventRecorder(access, metrics.event, instance="hook-0", posting=posting, **options)
 
 
 # ------------------------------------------------------------------------------------------ posting
@@ -247,7 +253,7 @@ def test_5xx_forever_fails_after_the_retries_and_logs_no_message(
 
     async def scenario() -> None:
         async with serving(ApiServer(script=[503] * 10)) as api:
-            events = recorder(api.url, token_file, metrics, retries=3)
+            events = recorder(api.url, token_file, metrics, posting=replace(FAST, retries=3))
             await events.start()
             events.record(result(secret_message), NOW)
             await events.stop()
@@ -307,7 +313,7 @@ def test_an_unreachable_api_server_fails_after_the_retries(token_file: Path) -> 
     async def scenario() -> None:
         async with serving(ApiServer()) as api:
             closed = api.url  # the port is closed once the server stops
-        events = recorder(closed, token_file, metrics, retries=2)
+        events = recorder(closed, token_file, metrics, posting=replace(FAST, retries=2))
         await events.start()
         events.record(result(CREATED), NOW)
         await events.stop()
@@ -420,7 +426,7 @@ def test_a_rotated_token_is_used_by_the_next_post(token_file: Path) -> None:
 
     async def scenario() -> None:
         async with serving(ApiServer()) as api:
-            events = recorder(api.url, token_file, metrics, token_refresh_seconds=0)
+            events = recorder(api.url, token_file, metrics, posting=replace(FAST, token_refresh_seconds=0))
             await events.start()
             events.record(result(CREATED), NOW)
             await events.drain()

@@ -153,6 +153,17 @@ def _instance() -> str:
     return socket.gethostname()[:MAX_INSTANCE_CHARS] or COMPONENT
 
 
+@dataclass(frozen=True, slots=True)
+class Posting:
+    """How Events are posted: retries of 5xx and connection errors with exponential back-off, each request's
+    time limit, and how often the token file is read again."""
+
+    retries: int = RETRIES
+    backoff_seconds: float = BACKOFF_SECONDS
+    timeout_seconds: float = TIMEOUT_SECONDS
+    token_refresh_seconds: float = TOKEN_REFRESH_SECONDS
+
+
 class EventRecorder:
     """Takes Events from syncs without waiting and posts them in the background (``start``/``stop``)."""
 
@@ -164,20 +175,15 @@ class EventRecorder:
         queue_size: int = 1000,
         instance: str = "",
         transport: httpx.AsyncBaseTransport | None = None,
-        retries: int = RETRIES,
-        backoff_seconds: float = BACKOFF_SECONDS,
-        timeout_seconds: float = TIMEOUT_SECONDS,
-        token_refresh_seconds: float = TOKEN_REFRESH_SECONDS,
+        posting: Posting = Posting(),
     ) -> None:
         self.access = access
         self._count = count
         self._queue: asyncio.Queue[Pending] = asyncio.Queue(maxsize=queue_size)
         self._instance = instance or _instance()
         self._transport = transport
-        self._retries = retries
-        self._backoff = backoff_seconds
-        self._timeout = timeout_seconds
-        self._token = TokenFile(access.token_file, token_refresh_seconds)
+        self._posting = posting
+        self._token = TokenFile(access.token_file, posting.token_refresh_seconds)
         self._client: httpx.AsyncClient | None = None
         self._task: asyncio.Task[None] | None = None
         self._dropping = False
@@ -206,7 +212,10 @@ class EventRecorder:
         ca = self.access.ca_file
         verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=str(ca)) if ca else True
         self._client = httpx.AsyncClient(
-            base_url=self.access.server, verify=verify, timeout=self._timeout, transport=self._transport
+            base_url=self.access.server,
+            verify=verify,
+            timeout=self._posting.timeout_seconds,
+            transport=self._transport,
         )
         self._task = asyncio.create_task(self._run(), name="event-recorder")
 
@@ -243,9 +252,9 @@ class EventRecorder:
         body = orjson.dumps(event_body(item, self._instance))
         url = f"/api/v1/namespaces/{quote(item.namespace, safe='')}/events"
         problem = ""
-        for attempt in range(self._retries + 1):
+        for attempt in range(self._posting.retries + 1):
             if attempt:
-                await asyncio.sleep(self._backoff * 2 ** (attempt - 1))
+                await asyncio.sleep(self._posting.backoff_seconds * 2 ** (attempt - 1))
             try:
                 token = self._token.get()
             except OSError as err:
