@@ -43,29 +43,7 @@ class Metrics:
         self.job_info_ttl = job_info_ttl
         self._clock = clock
         self._job_seen: dict[tuple[str, str], float] = {}
-        self.jobs_created = Counter(
-            "mpi_operator_jobs_created", "Counts number of MPI jobs created", registry=self.registry
-        )
-        self.jobs_successful = Counter(
-            "mpi_operator_jobs_successful", "Counts number of MPI jobs successful", registry=self.registry
-        )
-        self.jobs_failed = Counter(
-            "mpi_operator_jobs_failed", "Counts number of MPI jobs failed", registry=self.registry
-        )
-        # Ours: the failure policy's restarts, by the Restarting condition's reason (a small fixed set:
-        # WorkerOOMKilled, WorkerEvicted, WorkerDisrupted, WorkerDeadlineExceeded, WorkerError, Launcher...).
-        self.job_restarts = Counter(
-            "mpi_operator_hook_job_restarts",
-            "MPIJob restarts by the failure policy, by reason",
-            ["reason"],
-            registry=self.registry,
-        )
-        self.job_info = Gauge(
-            "mpi_operator_job_info",
-            "Information about MPIJob",
-            ["launcher", "namespace"],
-            registry=self.registry,
-        )
+        self._add_job_collectors()
         self.sync_seconds = Histogram(
             "mpi_operator_hook_sync_duration_seconds",
             "Time to answer one hook request, decode to encode",
@@ -92,6 +70,32 @@ class Metrics:
         self._sync_outcomes = {o.value: self.requests.labels("sync", o.value) for o in Outcome}
         self.request_size = {hook: self.request_bytes.labels(hook) for hook in HOOKS}
         self.response_size = {hook: self.response_bytes.labels(hook) for hook in HOOKS}
+
+    def _add_job_collectors(self) -> None:
+        """What happens to MPIJobs: upstream's counters and ``mpi_operator_job_info``, and our restarts."""
+        self.jobs_created = Counter(
+            "mpi_operator_jobs_created", "Counts number of MPI jobs created", registry=self.registry
+        )
+        self.jobs_successful = Counter(
+            "mpi_operator_jobs_successful", "Counts number of MPI jobs successful", registry=self.registry
+        )
+        self.jobs_failed = Counter(
+            "mpi_operator_jobs_failed", "Counts number of MPI jobs failed", registry=self.registry
+        )
+        # Ours: the failure policy's restarts, by the Restarting condition's reason (a small fixed set:
+        # WorkerOOMKilled, WorkerEvicted, WorkerDisrupted, WorkerDeadlineExceeded, WorkerError, Launcher...).
+        self.job_restarts = Counter(
+            "mpi_operator_hook_job_restarts",
+            "MPIJob restarts by the failure policy, by reason",
+            ["reason"],
+            registry=self.registry,
+        )
+        self.job_info = Gauge(
+            "mpi_operator_job_info",
+            "Information about MPIJob",
+            ["launcher", "namespace"],
+            registry=self.registry,
+        )
 
     def _add_transport_collectors(self) -> None:
         """Sizes, refusals, the memory budget and the process: what the guard and the endpoints see."""
