@@ -16,7 +16,7 @@ from enum import StrEnum
 
 from app.api.defaults import Job
 from app.api.types import ExitCodeOperator, FailureAction, FailurePolicyRule, ReplicaType
-from app.core.observed import Exit, Observed, failed_exit
+from app.core.observed import Exit, Observed, failed_exit, newest_failed_pod
 from app.kube import names
 from app.kube.request import ObservedJob, ObservedPod
 
@@ -180,9 +180,8 @@ def first_failure(observed: Observed, launcher_failed: bool, workers: int) -> Fa
             return _failure(ReplicaType.WORKER, pod)
     if not launcher_failed:
         return None
-    failed = [pod for pod in observed.launcher_pods or () if pod.phase == "Failed"]
-    if failed:
-        newest = max(failed, key=lambda pod: pod.metadata.creationTimestamp or "")
+    newest = newest_failed_pod(observed.launcher_pods or [])
+    if newest is not None:
         return _failure(ReplicaType.LAUNCHER, newest)
     launcher = observed.launcher
     return Failure(ReplicaType.LAUNCHER, _name(launcher), None, frozenset())

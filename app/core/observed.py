@@ -201,12 +201,15 @@ def _running_launcher_pods(launcher: ObservedJob, pods: list[ObservedPod] | None
     return (launcher.status.ready if launcher.status else None) or 0
 
 
-def _newest_failed(pods: list[ObservedPod]) -> FailedPod | None:
+def newest_failed_pod(pods: list[ObservedPod]) -> ObservedPod | None:
+    """The launcher Pod created last among those that failed."""
     failed = [pod for pod in pods if pod.phase == "Failed"]
-    if not failed:
-        return None
-    newest = max(failed, key=lambda pod: pod.metadata.creationTimestamp or "")
-    if newest.status is None:
+    return max(failed, key=lambda pod: pod.metadata.creationTimestamp or "") if failed else None
+
+
+def _newest_failed(pods: list[ObservedPod]) -> FailedPod | None:
+    newest = newest_failed_pod(pods)
+    if newest is None or newest.status is None:
         return None
     return FailedPod(newest.status.reason or "", newest.status.message or "")
 
