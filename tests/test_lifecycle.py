@@ -244,6 +244,8 @@ def test_success(update_golden: bool) -> None:
     assert_conditions(mc, SUCCEEDED)
     assert mc.status["replicaStatuses"] == {"Launcher": {"succeeded": 1}, "Worker": {}}
     assert (mc.status["startTime"], mc.status["completionTime"]) == (at(0), at(30))
+    # ignoreStatusChanges: nothing else triggers the sync that cleans up, so this one asks for it.
+    assert mc.last_response["resyncAfterSeconds"] == 1
     # Running flips to False in place: reason, message and timestamps untouched (upstream filterOutCondition).
     assert running_condition(mc) == {
         "type": "Running",
@@ -616,6 +618,9 @@ def test_ttl_deleted_launcher_is_not_recreated(update_golden: bool) -> None:
     mc.advance(10)
     mc.finish_launcher("Complete")
     assert mc.sync() == Writes(status=1)
+    # Nothing to clean up (cleanPodPolicy None, the launcher done): no follow-up sync is asked for, which
+    # saves Metacontroller a GET of the MPIJob per job.
+    assert mc.last_response["resyncAfterSeconds"] == 0
     assert_conditions(mc, SUCCEEDED)
     assert mc.status["replicaStatuses"] == {"Launcher": {"succeeded": 1}, "Worker": {}}
     steady(mc)
@@ -829,6 +834,7 @@ def test_eviction(update_golden: bool) -> None:
     assert mc.status["replicaStatuses"] == {"Launcher": {"active": 1}, "Worker": {"active": 1, "failed": 1}}
     assert (mc.status["startTime"], mc.status["completionTime"]) == (at(0), at(20))
     assert mc.names("Job") == ["pi-launcher"]
+    assert mc.last_response["resyncAfterSeconds"] == 1  # the running launcher is deleted next
 
     mc.advance(10)
     assert mc.sync() == Writes(status=1, updated=[CONFIGMAP], deleted=[pod(0), LAUNCHER])

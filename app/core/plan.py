@@ -72,6 +72,10 @@ class Plan:
     restart_count: int | None = None
     failure: Failure | None = None
     decision: Decision | None = None
+    # The job finishes in this sync and the sync after the one that stores it has work left: cleanPodPolicy
+    # deletes workers, or a launcher still running is deleted. With cleanPodPolicy None and a launcher that
+    # is done, that sync would change nothing, so none is asked for.
+    clean_up_follows: bool = False
 
     @property
     def finished(self) -> bool:
@@ -82,6 +86,13 @@ class Plan:
     def restarting(self) -> bool:
         """This sync decides a restart: the status it writes starts the next attempt."""
         return self.decision is not None and self.decision.action == Action.RESTART
+
+    @property
+    def follow_up_sync(self) -> bool:
+        """Ask Metacontroller for another sync: nothing else triggers one (ignoreStatusChanges) once the
+        status this sync writes is stored, yet that sync deletes children (a finished job's clean-up, the
+        attempt a restart replaces)."""
+        return self.clean_up_follows or self.restarting
 
 
 @dataclass(frozen=True, slots=True)
@@ -137,12 +148,15 @@ def _podgroup_wanted(plan: Plan, exists: bool) -> bool:
     return True
 
 
+def _cleans_workers(job: Job) -> bool:
+    """cleanPodPolicy deletes workers of a finished job (all, or those still running)."""
+    return job.clean_pod_policy in (CleanPodPolicy.ALL, CleanPodPolicy.RUNNING)
+
+
 def _finished_plan(job: Job, observed: Observed, launcher: LauncherState | None) -> Plan:
     """Keep what exists; clean workers per cleanPodPolicy once completionTime is stored."""
     kept = sorted(observed.workers) if job.worker is not None else []
-    cleaning = job.clean_pod_policy in (CleanPodPolicy.ALL, CleanPodPolicy.RUNNING) and bool(
-        job.status.completion_time
-    )
+    cleaning = _cleans_workers(job) and bool(job.status.completion_time)
     if cleaning and job.clean_pod_policy == CleanPodPolicy.ALL:
         kept = []
     elif cleaning:
@@ -201,6 +215,7 @@ def _active_plan(job: Job, observed: Observed, launcher: LauncherState | None, n
     plan = Plan(
         finished_before=False,
         finishing=finishing,
+        clean_up_follows=finishing and (_cleans_workers(job) or (launcher is not None and not launcher.done)),
         suspended=suspended,
         launcher=launcher,
         counted_workers=counted,

@@ -73,7 +73,8 @@ class SyncResult:
 # The clean-up of a finished job (cleanPodPolicy, a launcher still running after an eviction), and the
 # deletion of an attempt the failure policy restarts, wait for the sync after the one that stored "finished"
 # or the next attempt. With ignoreStatusChanges nothing else may trigger that sync, so the deciding sync asks
-# for it (found by the e2e tests: workers left running forever).
+# for it (found by the e2e tests: workers left running forever); only then (Plan.follow_up_sync), as each
+# sync costs Metacontroller a GET of the MPIJob.
 RESYNC_AFTER_FINISHING_SECONDS = 1.0
 
 
@@ -173,7 +174,7 @@ def _reconcile(
         launcher=names.launcher_name(job.name) if plan.keep_launcher else None,
         finished=plan.finished,
         events=events,
-        resync_after_seconds=RESYNC_AFTER_FINISHING_SECONDS if plan.finishing or plan.restarting else 0,
+        resync_after_seconds=RESYNC_AFTER_FINISHING_SECONDS if plan.follow_up_sync else 0,
     )
 
 
