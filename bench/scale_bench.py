@@ -8,7 +8,8 @@ log. For each case, each side in turn:
     (``-alsologtostderr --lock-namespace=...``, client defaults 5 QPS / burst 10, threadiness 2) as admin.
   - ours: our CRD (crds/), our CompositeController (metacontroller/, hook URLs pointed at the local hook),
     the hook as the image runs it (``mpijob serve``, deploy/'s settings, Events posted with the hook's own
-    ServiceAccount token), Metacontroller with its defaults (5 QPS / burst 10, 5 workers, dynamic-apply).
+    ServiceAccount token), Metacontroller v4.17.2 with the flags deploy/ gives it (deploy/components/
+    metacontroller; ``--metacontroller-defaults``: its own defaults, 5 QPS / burst 10, dynamic-apply).
 
 Each side gets its own namespace; the other side's controller is stopped and its namespace is gone (and the
 CRD swapped) before a side starts, so neither works on the other's objects. The harness plays kubelet: it
@@ -21,7 +22,8 @@ MPIJob Succeeded (the harness's clock, same machine, polled every 0.2 s; and per
 Complete to the MPIJob's Succeeded lastTransitionTime), API requests by user agent from the audit log, CPU
 (utime+stime) and peak RSS (VmHWM) of each controller process from /proc, kube-apiserver CPU.
 
-    .venv/bin/python bench/scale_bench.py --case 20x32 [--case 200x8 ...] [--qps 50 --burst 100]
+    .venv/bin/python bench/scale_bench.py --case 20x32 [--case 200x8 ...]     # as shipped
+    .venv/bin/python bench/scale_bench.py --case 20x32 --qps 50 --burst 100     # one budget for both
 
 Binaries: as tests/e2e (``MPI_HOOK_E2E_BIN_DIR`` or the control-plane tarball) plus the Go operator from
 ``upstream-mpi-operator-v0.8.2-linux-amd64.tar.xz`` in the same tarball directory
@@ -37,7 +39,9 @@ import json
 import os
 import socket
 import statistics
+import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections import Counter
@@ -53,6 +57,7 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
+from tests import metacontroller_standin
 from tests.e2e.conftest import events_account, install_overlay
 from tests.e2e.controlplane import (
     ControlPlane,
@@ -315,24 +320,62 @@ def delete_namespace(kube: Kube, ns: str) -> None:
 
 @dataclass
 class Budget:
-    """Client budgets and knobs; None = the shipped default."""
+    """Client budgets and knobs; None = what each side ships (Go: its manifest's flags, client defaults
+    5 QPS / burst 10; ours: deploy/'s Metacontroller flags, or Metacontroller's own defaults with
+    ``metacontroller_defaults``)."""
 
     qps: int | None = None
     burst: int | None = None
     mc_workers: int | None = None
     apply_strategy: str | None = None
+    metacontroller_defaults: bool = False
 
     def label(self) -> str:
         parts = []
         if self.qps is not None or self.burst is not None:
-            parts.append(f"{self.qps or 5} QPS / burst {self.burst or 10}")
+            parts.append(f"both at {self.qps or 5} QPS / burst {self.burst or 10}")
+        elif self.metacontroller_defaults:
+            parts.append("both at client defaults (5 QPS / burst 10)")
         else:
-            parts.append("shipped client defaults (5 QPS / burst 10)")
+            parts.append("as shipped (Go: 5 QPS / burst 10; ours: deploy/'s Metacontroller flags)")
         if self.mc_workers is not None:
             parts.append(f"Metacontroller --workers={self.mc_workers}")
         if self.apply_strategy is not None:
             parts.append(f"--apply-strategy={self.apply_strategy}")
         return ", ".join(parts)
+
+    def metacontroller_flags(self) -> list[str]:
+        """Metacontroller's flags for our side: deploy/'s (or none), then this budget's overrides."""
+        shipped = [] if self.metacontroller_defaults else shipped_metacontroller_flags()
+        overrides = {
+            "--client-go-qps": self.qps,
+            "--client-go-burst": self.burst,
+            "--workers": self.mc_workers,
+            "--apply-strategy": self.apply_strategy,
+        }
+        flags = {f.split("=", 1)[0]: f for f in shipped}
+        flags |= {name: f"{name}={value}" for name, value in overrides.items() if value is not None}
+        return list(flags.values())
+
+
+def shipped_metacontroller_flags() -> list[str]:
+    """The args deploy/ gives Metacontroller's container, but for the addresses the harness chooses. deploy/
+    pulls Metacontroller's manifests from GitHub: offline, a local stand-in serves them (as in the tests)."""
+    if "GIT_CONFIG_COUNT" not in os.environ:
+        metacontroller_standin.install_in_environ(Path(tempfile.mkdtemp(prefix="scale-bench-standin-")))
+    built = subprocess.run(
+        ["kubectl", "kustomize", str(ROOT / "deploy" / "metacontroller")],
+        capture_output=True, text=True, timeout=120, check=True,
+    ).stdout  # fmt: skip
+    statefulset = next(d for d in yaml.safe_load_all(built) if d and d["kind"] == "StatefulSet")
+    (container,) = statefulset["spec"]["template"]["spec"]["containers"]
+    local = ("--health-probe-bind-address", "--metrics-address")
+    return [a for a in container["args"] if not a.startswith(local)]
+
+
+def apply_strategy(flags: list[str]) -> str:
+    given = [f.split("=", 1)[1] for f in flags if f.startswith("--apply-strategy=")]
+    return given[-1] if given else "dynamic-apply"
 
 
 class Side:
@@ -393,9 +436,14 @@ class HookSide(Side):
 
     def prepare(self, workers: int) -> None:
         swap_crd(self.kube, ROOT / "crds")
-        self.strategy = self.budget.apply_strategy or (
-            "server-side-apply" if workers > SSA_FROM_WORKERS else "dynamic-apply"
-        )
+        self.flags = self.budget.metacontroller_flags()
+        if (
+            self.budget.metacontroller_defaults
+            and workers > SSA_FROM_WORKERS
+            and not self.budget.apply_strategy
+        ):
+            self.flags.append("--apply-strategy=server-side-apply")
+        self.strategy = apply_strategy(self.flags)
         workdir = self.plane.workdir
         self.settings = events_account(self.kube, self.plane, workdir)
         self.hook = Hook(
@@ -418,16 +466,7 @@ class HookSide(Side):
         self.hook.start()
         assert self.hook.started is not None
         self.processes["hook"] = self.hook.started
-        flags = []
-        if self.budget.qps is not None:
-            flags.append(f"--client-go-qps={self.budget.qps}")
-        if self.budget.burst is not None:
-            flags.append(f"--client-go-burst={self.budget.burst}")
-        if self.budget.mc_workers is not None:
-            flags.append(f"--workers={self.budget.mc_workers}")
-        if self.strategy != "dynamic-apply":
-            flags.append(f"--apply-strategy={self.strategy}")
-        self.plane.start_metacontroller(flags)
+        self.plane.start_metacontroller(self.flags)
         assert self.plane.metacontroller is not None
         self.processes["metacontroller"] = self.plane.metacontroller
 
@@ -730,12 +769,17 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--burst", type=int, help="both sides' client burst (default: shipped 10)")
     parser.add_argument("--mc-workers", type=int, help="Metacontroller --workers (default 5)")
     parser.add_argument("--apply-strategy", help="Metacontroller --apply-strategy (and the hook's setting)")
+    parser.add_argument(
+        "--metacontroller-defaults",
+        action="store_true",
+        help="ours with Metacontroller's defaults (5 QPS / burst 10, dynamic-apply), not deploy/'s flags",
+    )
     parser.add_argument("--skip-go", action="store_true", help="only our side (levers of Metacontroller's)")
     parser.add_argument("--timeout", type=float, default=3600, help="per phase, seconds")
     parser.add_argument("--workdir", type=Path, default=Path("/tmp") / f"scale-bench-{os.getpid()}")
     parser.add_argument("--json", type=Path, help="also write the results here")
     args = parser.parse_args(argv)
-    budget = Budget(args.qps, args.burst, args.mc_workers, args.apply_strategy)
+    budget = Budget(args.qps, args.burst, args.mc_workers, args.apply_strategy, args.metacontroller_defaults)
     cases = [parse_case(c) for c in args.case or ["20x32"]]
 
     def log(message: str) -> None:

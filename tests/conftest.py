@@ -1,19 +1,36 @@
-"""Shared pytest setup: the ``--update-golden`` flag, a fixed clock and a fixed key seed."""
+"""Shared pytest setup: the ``--update-golden`` flag, a fixed clock and a fixed key seed, and Metacontroller's
+published manifests served locally to ``kubectl kustomize deploy/`` (tests/metacontroller_standin.py)."""
 
 from __future__ import annotations
 
+import os
+import tempfile
 from datetime import UTC, datetime
+from pathlib import Path
 from typing import Any
 
 import pytest
 
 from app.kube.keys import SeededKeys
 from app.settings import Settings
+from tests import metacontroller_standin
+from tests.e2e.controlplane import METACONTROLLER_CRDS, tarball_dir
 
 NOW = datetime(2026, 5, 4, 9, 0, 30, tzinfo=UTC)
 # Test directories whose tests all run in one xdist worker, one after another (pytest_xdist_make_scheduler).
 ONE_WORKER_SCOPES = ("tests/e2e/", "tests/mpi/", "tests/node/")
 TEST_SEED = b"mpi-operator-hook test seed, not a secret"
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """deploy/ pulls Metacontroller's manifests from GitHub: serve them locally instead, with its real CRDs
+    when the e2e binaries are here (the real-node quick start installs them from deploy/)."""
+    workdir = Path(tempfile.mkdtemp(prefix="mpi-hook-metacontroller-standin-"))
+    given = os.environ.get("MPI_HOOK_E2E_BIN_DIR")
+    candidates = [Path(given) / METACONTROLLER_CRDS] if given else []
+    candidates.append(tarball_dir() / METACONTROLLER_CRDS)
+    crds = next((c for c in candidates if c.is_file()), None)
+    metacontroller_standin.install_in_environ(workdir, crds)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:

@@ -51,6 +51,7 @@ SCHEMA_KINDS = frozenset(
         "NetworkPolicy",
         "ClusterRole",
         "ClusterRoleBinding",
+        "StatefulSet",
     }
 )
 COMPOSITE_CONTROLLER = ("metacontroller.k8s.io/v1alpha1", "CompositeController")
@@ -319,7 +320,7 @@ BROKEN_COMPOSITE_CONTROLLERS = {
 
 # ------------------------------------------------------------------------------------- (a) source manifests
 
-SOURCE_DIRS = ("metacontroller", "deploy", "deploy/base")
+SOURCE_DIRS = ("metacontroller", "deploy", "deploy/base", "deploy/hook-only", "deploy/metacontroller")
 
 
 def _source_documents() -> list[Any]:
@@ -424,14 +425,70 @@ def composite_controller(built: list[dict[str, Any]]) -> dict[str, Any]:
     return find(built, "CompositeController")
 
 
+def is_metacontroller(obj: dict[str, Any]) -> bool:
+    return (obj["metadata"].get("labels") or {}).get("app.kubernetes.io/name") == "metacontroller"
+
+
 def test_kustomize_output_has_each_expected_object_once(built: list[dict[str, Any]]) -> None:
-    got = Counter((o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in built)
+    ours = [o for o in built if not is_metacontroller(o)]
+    got = Counter((o["apiVersion"], o["kind"], o["metadata"]["name"]) for o in ours)
     assert got == Counter((api, kind, name) for api, kind, name, _ in EXPECTED_OBJECTS)
 
 
-def test_the_single_file_install_manifest_is_deploy_built() -> None:
-    """deploy/install/mpi-operator-hook.yaml, the file users apply without a clone, is `deploy/` as it is."""
-    assert INSTALL_FILE.read_text() == gen_install.render_install(kustomize("deploy")), (
+def test_deploy_is_hook_only_plus_metacontroller_with_its_apply_strategy(built: list[dict[str, Any]]) -> None:
+    """deploy/ = deploy/hook-only/ + deploy/metacontroller/, and the hook's one setting that must match
+    Metacontroller's flags, set by the same component."""
+    hook_only, metacontroller = kustomize("deploy/hook-only"), kustomize("deploy/metacontroller")
+    assert metacontroller and all(is_metacontroller(o) for o in metacontroller)
+    strategy = "MPI_OPERATOR_METACONTROLLER_APPLY_STRATEGY"
+
+    def without_strategy(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        objects = copy.deepcopy(objects)
+        (container,) = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
+        container["env"] = [e for e in container["env"] if e["name"] != strategy]
+        return sorted(objects, key=lambda o: (o["kind"], o["metadata"]["name"]))
+
+    assert without_strategy(built) == without_strategy(hook_only + metacontroller)
+    flags = metacontroller_flags(built)
+    (container,) = find(built, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert {e["name"]: e["value"] for e in container["env"]}[strategy] == flags["--apply-strategy"]
+    (container,) = find(hook_only, "Deployment")["spec"]["template"]["spec"]["containers"]
+    assert {e["name"]: e["value"] for e in container["env"]}[strategy] == "dynamic-apply"  # Metacontroller's
+
+
+def metacontroller_flags(built: list[dict[str, Any]]) -> dict[str, str]:
+    (container,) = find(built, "StatefulSet", "metacontroller")["spec"]["template"]["spec"]["containers"]
+    return dict(arg.split("=", 1) for arg in container["args"])
+
+
+def test_metacontroller_is_pinned_and_tuned_for_mpijobs(built: list[dict[str, Any]]) -> None:
+    statefulset = find(built, "StatefulSet", "metacontroller")
+    k8s_validate(statefulset)
+    assert list(null_paths(statefulset)) == []
+    pod = statefulset["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    assert container["image"] == "ghcr.io/metacontroller/metacontroller:v4.17.2"
+    flags = metacontroller_flags(built)
+    assert int(flags["--client-go-qps"]) >= 50 and int(flags["--client-go-burst"]) >= 2 * 50
+    assert flags["--apply-strategy"] == "server-side-apply"
+    assert flags["--zap-log-level"] == "info"
+    assert pod["securityContext"]["runAsNonRoot"] is True
+    assert container["resources"]["limits"]["memory"]
+    # deploy/'s NetworkPolicy admits exactly these Pods to the hook.
+    policy = find(built, "NetworkPolicy")
+    (rule,) = policy["spec"]["ingress"][:1]
+    peer = rule["from"][0]
+    assert peer["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "metacontroller"}
+    assert (
+        peer["podSelector"]["matchLabels"].items()
+        <= statefulset["spec"]["template"]["metadata"]["labels"].items()
+    )
+
+
+def test_the_single_file_install_manifest_is_hook_only_built() -> None:
+    """deploy/install/mpi-operator-hook.yaml, the file users apply without a clone next to their own
+    Metacontroller, is `deploy/hook-only/` as it is."""
+    assert INSTALL_FILE.read_text() == gen_install.render_install(kustomize("deploy/hook-only")), (
         f"{INSTALL_FILE.relative_to(ROOT)} is stale: run `python tools/gen_install.py`"
     )
 
@@ -514,7 +571,7 @@ def test_deployment_env_is_documented_settings(container: dict[str, Any]) -> Non
         "MPI_OPERATOR_METRICS_PORT": "9090",
         "MPI_OPERATOR_MAX_BODY_BYTES": "167772160",
         "MPI_OPERATOR_MEMORY_BUDGET_BYTES": "167772160",
-        "MPI_OPERATOR_METACONTROLLER_APPLY_STRATEGY": "dynamic-apply",
+        "MPI_OPERATOR_METACONTROLLER_APPLY_STRATEGY": "server-side-apply",
         "MPI_OPERATOR_EVENTS": "auto",
     }
     settings = {name.removeprefix("MPI_OPERATOR_").lower() for name in env}

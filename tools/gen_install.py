@@ -1,7 +1,8 @@
-"""Generate ``deploy/install/mpi-operator-hook.yaml``: everything ``deploy/`` installs, in one file.
+"""Generate ``deploy/install/mpi-operator-hook.yaml``: everything ``deploy/hook-only/`` installs, in one file.
 
 Users without a clone apply it from a release (``kubectl apply --server-side -f <URL>``), as upstream's
-``deploy/v2beta1/mpi-operator.yaml``. It is ``kubectl kustomize deploy/`` (no gang scheduling: the overlays
+``deploy/v2beta1/mpi-operator.yaml``. It is ``kubectl kustomize deploy/hook-only/``, for a cluster that runs
+Metacontroller already (deploy/ also installs Metacontroller, from GitHub; no gang scheduling: the overlays
 stay kustomize-only), written out with the ``mpijob`` command's YAML style under a header that says how to
 use it. ``tests/test_manifests.py`` fails when it is stale.
 
@@ -29,7 +30,7 @@ if str(ROOT) not in sys.path:  # `python tools/gen_install.py` puts tools/ on sy
 from app.cli.yamlio import dump_all  # noqa: E402  (needs the sys.path entry above)
 from tools.generated import write_or_check  # noqa: E402  (needs the sys.path entry above)
 
-SOURCE = "deploy"
+SOURCE = "deploy/hook-only"
 INSTALL_PATH = ROOT / "deploy" / "install" / "mpi-operator-hook.yaml"
 
 HEADER = f"""\
@@ -39,7 +40,7 @@ HEADER = f"""\
 # mpi-operator-hook in one file, without gang scheduling (for that, apply deploy/overlays/<scheduler>
 # with -k): the namespace mpi-operator, the MPIJob CRD, the CompositeController and the hook's Deployment,
 # Service, PodDisruptionBudget, NetworkPolicy and its ServiceAccount's one permission (create Events).
-# Needs Metacontroller >= v4.15.0 in the cluster.
+# Needs Metacontroller >= v4.15.0 in the cluster, at its default --apply-strategy (dynamic-apply).
 #   kubectl apply --server-side -f mpi-operator-hook.yaml
 # The image is deploy/base/deployment.yaml's placeholder; point it at the one you built and pushed:
 #   kubectl -n mpi-operator set image deployment/mpi-operator-hook hook=<registry>/mpi-operator-hook:<tag>

@@ -156,9 +156,10 @@ def install_overlay(kube: Kube, workdir: Path, hook_url: str) -> str:
 
 
 def events_account(kube: Kube, plane: ControlPlane, workdir: Path) -> dict[str, str]:
-    """The hook's ServiceAccount and RBAC exactly as deploy/ installs them, a token for that account (a
-    TokenRequest, as ``kubectl create token``), and the hook's settings to post Events with it."""
-    built = kube.kubectl("kustomize", str(ROOT / "deploy")).stdout
+    """The hook's ServiceAccount and RBAC exactly as deploy/ installs them (deploy/hook-only/: the same
+    without Metacontroller), a token for that account (a TokenRequest, as ``kubectl create token``), and the
+    hook's settings to post Events with it."""
+    built = kube.kubectl("kustomize", str(ROOT / "deploy" / "hook-only")).stdout
     kinds = {"Namespace", "ServiceAccount", "ClusterRole", "ClusterRoleBinding"}
     account = [o for o in yaml.safe_load_all(built) if o and o["kind"] in kinds]
     assert {o["kind"] for o in account} == kinds

@@ -72,21 +72,32 @@ def test_installed_controller_is_ours_but_for_the_hook_urls(e2e: E2E) -> None:
 
 def test_deploy_passes_the_apiservers_server_side_dry_run(e2e: E2E) -> None:
     """Everything in deploy/ (Namespace, CRD, ServiceAccount and its Events RBAC, Deployment, Service, PDB,
-    NetworkPolicy and CompositeController) passes the real apiserver's validation and admission, as
-    `kubectl apply --server-side -k` sends it.
+    NetworkPolicy and CompositeController, and Metacontroller's own install with our flags) passes the real
+    apiserver's validation and admission, as `kubectl apply --server-side -k` sends it.
     Only a dry run: applied for real, its CompositeController would point Metacontroller at a Service that
     nothing serves here."""
-    created = e2e.kube.get("namespaces", None, "mpi-operator") is None
-    if created:  # objects in a namespace that a dry run does not create would be rejected
-        e2e.kube.create("namespaces", None, {"metadata": {"name": "mpi-operator"}})
+    namespaces = ("mpi-operator", "metacontroller")
+    created = [n for n in namespaces if e2e.kube.get("namespaces", None, n) is None]
+    for name in created:  # objects in a namespace that a dry run does not create would be rejected
+        e2e.kube.create("namespaces", None, {"metadata": {"name": name}})
     try:
         done = e2e.kube.kubectl("apply", "--server-side", "--dry-run=server", "-k", str(ROOT / "deploy"))
     finally:
-        if created:
-            e2e.kube.delete("namespaces", None, "mpi-operator")
+        for name in created:
+            e2e.kube.delete("namespaces", None, name)
     applied = sorted(line.split()[0] for line in done.stdout.splitlines())
+    metacontroller_crds = [
+        f"customresourcedefinition.apiextensions.k8s.io/{kind}.metacontroller.k8s.io"
+        for kind in ("compositecontrollers", "controllerrevisions", "decoratorcontrollers")
+    ]
     assert applied == sorted(
         [
+            "namespace/metacontroller",
+            *metacontroller_crds,
+            "serviceaccount/metacontroller",
+            "clusterrole.rbac.authorization.k8s.io/metacontroller",
+            "clusterrolebinding.rbac.authorization.k8s.io/metacontroller",
+            "statefulset.apps/metacontroller",
             "namespace/mpi-operator",
             "customresourcedefinition.apiextensions.k8s.io/mpijobs.kubeflow.org",
             "serviceaccount/mpi-operator-hook",

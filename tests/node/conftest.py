@@ -26,7 +26,6 @@ import pytest
 from tests.e2e.kube import Kube, given_cluster
 from tests.e2e.processes import Processes
 from tests.node.cluster import Cluster, missing
-from tests.node.metacontroller import install_metacontroller
 from tests.node.quickstart import Runner, quick_start_blocks
 
 
@@ -59,10 +58,9 @@ def _replacements(node: RealNode) -> dict[str, object]:
         raise AssertionError(f"`{command}` has no equivalent against a given cluster")
 
     if cluster is None:
-        return {name: unavailable for name in ("node", "metacontroller", "build", "load")}
+        return {name: unavailable for name in ("node", "build", "load")}
     return {
         "node": lambda command: None,  # the node is up
-        "metacontroller": lambda command: install_metacontroller(node.kube),
         "build": cluster.check_hook_build,
         "load": cluster.load_hook,
     }

@@ -160,7 +160,9 @@ class Builder:
     def archive(self, recipe: Recipe) -> Path:
         """A docker-archive of the built image, named as Pods ask for it (cached with the image)."""
         tag = self.keys[recipe.name]
-        path = self.archives / f"{recipe.name}-{tag.rsplit(':', 1)[1]}.tar"
+        # The archive names the image (its first name): a renamed recipe needs a new archive, not a rebuild.
+        named = _digest([recipe.names[0].encode()])
+        path = self.archives / f"{recipe.name}-{tag.rsplit(':', 1)[1]}-{named}.tar"
         if not path.exists():
             for old in self.archives.glob(f"{recipe.name}-*.tar"):
                 old.unlink()  # an earlier build's: ~1 GB each

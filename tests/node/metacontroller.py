@@ -1,19 +1,11 @@
-"""Metacontroller in the cluster (tests/node/manifests/metacontroller.yaml), as the quick start's pinned
-remote install would put it there; its CRDs are applied when the node starts (cluster.py)."""
+"""Metacontroller in the cluster, as the quick start installs it (``kubectl apply -k deploy/metacontroller/``:
+its published manifests, served by tests/metacontroller_standin.py, with our flags)."""
 
 from __future__ import annotations
 
-from pathlib import Path
-
 from tests.e2e.kube import Kube
 
-MANIFEST = Path(__file__).parent / "manifests" / "metacontroller.yaml"
 NAMESPACE = "metacontroller"
-
-
-def install_metacontroller(kube: Kube) -> None:
-    kube.kubectl("apply", "--server-side", "-f", str(MANIFEST))
-    rollout(kube, NAMESPACE, "deployment/metacontroller")
 
 
 def rollout(kube: Kube, namespace: str, workload: str, restart: bool = False) -> None:
@@ -25,7 +17,5 @@ def rollout(kube: Kube, namespace: str, workload: str, restart: bool = False) ->
 
 
 def restart_metacontroller(kube: Kube) -> None:
-    """Restart Metacontroller: ours is a Deployment, its published manifests make a StatefulSet."""
-    found = kube.kubectl("-n", NAMESPACE, "get", "deployments,statefulsets", "-o", "name").stdout.split()
-    assert found, "no Metacontroller workload in namespace metacontroller"
-    rollout(kube, NAMESPACE, found[0].replace(".apps", ""), restart=True)
+    """Restart Metacontroller (a StatefulSet, as its published manifests make it)."""
+    rollout(kube, NAMESPACE, "statefulset/metacontroller", restart=True)

@@ -20,7 +20,8 @@ PI_SOURCE = ROOT / "examples" / "pi" / "pi.c"
 SSHD_CONFIG = Path(__file__).parent / "image" / "sshd_config"
 # What the README quick start builds (`docker build -t mpi-operator-hook:dev .`), as containerd names it.
 HOOK_IMAGE = "docker.io/library/mpi-operator-hook:dev"
-METACONTROLLER_IMAGE = "localhost/metacontroller:v4.17.2"
+# What Metacontroller's published manifests run (deploy/metacontroller/), so nothing is pulled.
+METACONTROLLER_IMAGE = "ghcr.io/metacontroller/metacontroller:v4.17.2"
 
 PYTHON_STAND_IN = Recipe(
     name="python-3.11-slim",
