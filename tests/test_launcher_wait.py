@@ -90,6 +90,15 @@ def test_a_container_of_that_name_in_the_template_is_left_alone(where: str) -> N
     assert [c["image"] for c in _waits(spec)] == (["mine"] if where == "initContainers" else [])
 
 
+@pytest.mark.parametrize("name", [{"a": 1}, ["x"], 7])
+def test_a_container_name_that_is_not_a_string_yet_is_no_crash(name: object) -> None:
+    """The template's schema is the apiserver's to check: a name of another type (found by hypothesis)
+    still builds, and the apiserver's error reaches the user, not a 500 from the hook."""
+    builder = mpijob("pi")
+    builder.obj["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["name"] = name
+    assert [c["name"] for c in _waits(_spec(builder.build()))] == [WAIT_FOR_WORKERS_CONTAINER]
+
+
 # --- the script ---------------------------------------------------------------------------------------------
 
 _SHELLS = [s for s in ("dash", "bash", "busybox") if shutil.which(s)]

@@ -114,7 +114,8 @@ def with_wait_for_workers(spec: dict[str, Any], job: Job) -> dict[str, Any]:
     bound = wait_seconds(job)
     containers = spec.get("containers") or []
     init = spec.get("initContainers") or []
-    taken = {c.get("name") for c in [*containers, *init]}
+    # Names as written: the schema's check of a template is the apiserver's, so one may not be a string yet.
+    taken = {str(c.get("name")) for c in [*containers, *init] if isinstance(c, dict)}
     if bound == 0 or not containers or names.WAIT_FOR_WORKERS_CONTAINER in taken:
         return spec
     first = containers[0]
