@@ -31,6 +31,7 @@ import argparse
 import http.client
 import json
 import os
+import statistics
 import sys
 import threading
 import time
@@ -78,6 +79,13 @@ FAULTS = (
     "Metacontroller stopped (SIGTERM), started again with the same flags",
     "hook answers 503 (fault proxy)",
 )
+# Why Metacontroller failed a sync, by what its log line says; the last: syncs cut short when it was stopped.
+MC_ERRORS = (
+    ("503", ("status code: 503",)),
+    ("hook unreachable", ("EOF", "connection reset", "connection refused")),
+    ("stopped", ("context canceled",)),
+)
+CAUSES = (*(c for c, _ in MC_ERRORS), "other")
 # start_metacontroller sets these itself (new loopback ports on every start).
 MC_OWN_FLAGS = ("--kubeconfig=", "--metrics-address=", "--health-probe-bind-address=")
 
@@ -311,6 +319,7 @@ class Outcome:
     children_wall_s: float | None = None
     children_server_s: float | None = None
     finish_s: float | None = None
+    lags: list[float] = field(default_factory=list)  # per job: launcher Job Complete -> MPIJob Succeeded
     uids: dict[str, str] = field(default_factory=dict)  # of the Jobs, Services, ... once every child exists
     checks: list[Check] = field(default_factory=list)
     problems: list[str] = field(default_factory=list)  # phases that timed out, faults that failed
@@ -487,8 +496,8 @@ def run(plane: ControlPlane, kube: Kube, plan: Plan, log: Callable[[str], None])
     out.mc_errors = metacontroller_errors(plane.workdir / "metacontroller.log", ns)
     out.checks.append(
         Check(
-            "Metacontroller's failed syncs (503 / hook unreachable / other)",
-            " / ".join(str(out.mc_errors[k]) for k in ("503", "hook unreachable", "other")),
+            f"Metacontroller's failed syncs ({' / '.join(CAUSES)})",
+            " / ".join(str(out.mc_errors[c]) for c in CAUSES),
             None,
         )
     )
@@ -508,6 +517,13 @@ def _final_state(kube: Kube, ns: str, kubelet: WatchingKubelet, out: Outcome) ->
             policies["None"] == plan.jobs == len(listed),
         )
     )
+    done = {j["metadata"]["name"]: condition(j, "Succeeded") for j in listed}
+    for job in owned(kube, ns, "jobs"):
+        complete = condition(job, "Complete")
+        succeeded_at = done.get(job["metadata"]["ownerReferences"][0]["name"])
+        if complete and succeeded_at:
+            lag = parse_time(succeeded_at["lastTransitionTime"]) - parse_time(complete["lastTransitionTime"])
+            out.lags.append(lag)
     first = min((parse_time(j["metadata"]["creationTimestamp"]) for j in listed), default=0.0)
     stamps = [parse_time(o["metadata"]["creationTimestamp"]) for r in CHILDREN for o in owned(kube, ns, r)]
     out.children_server_s = max(stamps, default=first) - first
@@ -610,18 +626,12 @@ def namespace_deletes(audit: Path, ns: str, start: float, end: float) -> Counter
 
 
 def metacontroller_errors(path: Path, ns: str) -> Counter[str]:
-    """Metacontroller's logged failed syncs of our jobs: the proxy's 503, the hook unreachable, other."""
+    """Metacontroller's logged failed syncs of our jobs, by MC_ERRORS' causes (else "other")."""
     found: Counter[str] = Counter()
     prefix = f"failed to sync MPIJob '{ns}/"
     for line in path.read_text(errors="replace").splitlines():
-        if prefix not in line:
-            continue
-        if "503" in line:
-            found["503"] += 1
-        elif any(s in line for s in ("EOF", "connection reset", "connection refused")):
-            found["hook unreachable"] += 1
-        else:
-            found["other"] += 1
+        if prefix in line:
+            found[next((c for c, marks in MC_ERRORS if any(m in line for m in marks)), "other")] += 1
     return found
 
 
@@ -646,10 +656,12 @@ def table(out: Outcome) -> str:
             f"{r.error or r.effect or '-'} |"
         )
     lines += ["", f"| {head}: check | result | |", "|---|---:|---|"]
+    lags = f"{statistics.median(out.lags):.0f} / {max(out.lags):.0f} s" if out.lags else "-"
     timings = [
         Check("apply → every child exists (harness / server)",
               f"{_seconds(out.children_wall_s)} / {_seconds(out.children_server_s, 0)}", None),
         Check("launcher Pods done → every MPIJob Succeeded", _seconds(out.finish_s), None),
+        Check("per job, launcher Job Complete → Succeeded (server, 1 s steps; median / max)", lags, None),
     ]  # fmt: skip
     verdict = {True: "ok", False: "FAIL", None: ""}
     lines += [f"| {c.what} | {c.value} | {verdict[c.ok]} |" for c in [*timings, *out.checks]]
