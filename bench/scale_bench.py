@@ -724,10 +724,19 @@ def parse_case(text: str) -> tuple[int, int]:
 
 @contextlib.contextmanager
 def bench_plane(workdir: Path) -> Iterator[tuple[ControlPlane, Kube, Path]]:
-    bin_dir, reason = find_binaries()
     go_dir = go_operator_dir()
-    if bin_dir is None or go_dir is None:
-        raise SystemExit(f"scale_bench: {reason or f'no {GO_TARBALL}'}")
+    if go_dir is None:
+        raise SystemExit(f"scale_bench: no {GO_TARBALL}")
+    with audited_plane(workdir) as (plane, kube):
+        yield plane, kube, go_dir
+
+
+@contextlib.contextmanager
+def audited_plane(workdir: Path) -> Iterator[tuple[ControlPlane, Kube]]:
+    """The control plane with its audit log and Metacontroller's CRDs, no Go side (bench/scale_faults.py)."""
+    bin_dir, reason = find_binaries()
+    if bin_dir is None:
+        raise SystemExit(f"scale_bench: {reason}")
     workdir.mkdir(parents=True, exist_ok=True)
     policy = workdir / "audit-policy.yaml"
     policy.write_text(AUDIT_POLICY)
@@ -744,7 +753,7 @@ def bench_plane(workdir: Path) -> Iterator[tuple[ControlPlane, Kube, Path]]:
         assert crds is not None, "metacontroller-crds-v1.yaml not found"
         kube.kubectl("apply", "--server-side", "-f", str(crds))
         wait_for(http_ok(f"{plane.server}/readyz", plane.ssl_context()), 30, "the apiserver")
-        yield plane, kube, go_dir
+        yield plane, kube
     finally:
         plane.stop()
 
