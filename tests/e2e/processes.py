@@ -29,7 +29,9 @@ PR_SET_PDEATHSIG = 1
 
 
 def _die_with_parent() -> None:
-    """In the child before exec (Linux): SIGTERM when the test process dies, even by SIGKILL."""
+    """In the child before exec (Linux): SIGTERM when the test process dies, even by SIGKILL. The kernel
+    sends it when the *thread* that started the child exits: start long-lived processes from a thread that
+    lives as long as they should (the main thread), never from a pool's worker."""
     with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL(None, use_errno=True).prctl(PR_SET_PDEATHSIG, signal.SIGTERM)
 
