@@ -361,12 +361,14 @@ class Budget:
 def shipped_metacontroller_flags() -> list[str]:
     """The args deploy/ gives Metacontroller's container, but for the addresses the harness chooses. deploy/
     pulls Metacontroller's manifests from GitHub: offline, a local stand-in serves them (as in the tests)."""
-    if "GIT_CONFIG_COUNT" not in os.environ:
-        metacontroller_standin.install_in_environ(Path(tempfile.mkdtemp(prefix="scale-bench-standin-")))
-    built = subprocess.run(
-        ["kubectl", "kustomize", str(ROOT / "deploy" / "metacontroller")],
-        capture_output=True, text=True, timeout=120, check=True,
-    ).stdout  # fmt: skip
+    with tempfile.TemporaryDirectory(prefix="scale-bench-standin-") as standin:
+        env = dict(os.environ)
+        if "GIT_CONFIG_COUNT" not in env:  # under pytest, tests/conftest.py has served it already
+            env |= metacontroller_standin.serve(Path(standin))
+        built = subprocess.run(
+            ["kubectl", "kustomize", str(ROOT / "deploy" / "metacontroller")],
+            capture_output=True, text=True, timeout=120, check=True, env=env,
+        ).stdout  # fmt: skip
     statefulset = next(d for d in yaml.safe_load_all(built) if d and d["kind"] == "StatefulSet")
     (container,) = statefulset["spec"]["template"]["spec"]["containers"]
     local = ("--health-probe-bind-address", "--metrics-address")

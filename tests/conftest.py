@@ -4,6 +4,7 @@ published manifests served locally to ``kubectl kustomize deploy/`` (tests/metac
 from __future__ import annotations
 
 import os
+import shutil
 import tempfile
 from datetime import UTC, datetime
 from pathlib import Path
@@ -20,17 +21,25 @@ NOW = datetime(2026, 5, 4, 9, 0, 30, tzinfo=UTC)
 # Test directories whose tests all run in one xdist worker, one after another (pytest_xdist_make_scheduler).
 ONE_WORKER_SCOPES = ("tests/e2e/", "tests/mpi/", "tests/node/")
 TEST_SEED = b"mpi-operator-hook test seed, not a secret"
+STANDIN_DIR = pytest.StashKey[Path]()
 
 
 def pytest_configure(config: pytest.Config) -> None:
     """deploy/ pulls Metacontroller's manifests from GitHub: serve them locally instead, with its real CRDs
     when the e2e binaries are here (the real-node quick start installs them from deploy/)."""
     workdir = Path(tempfile.mkdtemp(prefix="mpi-hook-metacontroller-standin-"))
+    config.stash[STANDIN_DIR] = workdir
     given = os.environ.get("MPI_HOOK_E2E_BIN_DIR")
     candidates = [Path(given) / METACONTROLLER_CRDS] if given else []
     candidates.append(tarball_dir() / METACONTROLLER_CRDS)
     crds = next((c for c in candidates if c.is_file()), None)
     metacontroller_standin.install_in_environ(workdir, crds)
+
+
+def pytest_unconfigure(config: pytest.Config) -> None:
+    workdir = config.stash.get(STANDIN_DIR, None)
+    if workdir is not None:
+        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
