@@ -7,33 +7,20 @@ its rows. Needs the e2e binaries and upstream's Go operator (its tarball beside 
 
 from __future__ import annotations
 
-import importlib.util
 import os
 import socket
-import sys
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from tests.e2e.benches import load_bench
 from tests.e2e.controlplane import find_binaries
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _bench() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("scale_bench", ROOT / "bench" / "scale_bench.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["scale_bench"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_scale_bench_small_case(tmp_path: Path) -> None:
     if os.environ.get("MPI_HOOK_E2E_KUBECONFIG"):
         pytest.skip("the scale benchmark starts its own control plane")
-    bench = _bench()
+    bench = load_bench("scale_bench")
     bin_dir, reason = find_binaries()
     if bin_dir is None:
         pytest.skip(f"e2e: {reason}")

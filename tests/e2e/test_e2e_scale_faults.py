@@ -10,27 +10,14 @@ they would all come after). Needs the e2e binaries; skipped without them.
 
 from __future__ import annotations
 
-import importlib.util
 import os
-import sys
 from collections.abc import Callable
 from pathlib import Path
-from types import ModuleType
 
 import pytest
 
+from tests.e2e.benches import load_bench
 from tests.e2e.controlplane import find_binaries
-
-ROOT = Path(__file__).resolve().parents[2]
-
-
-def _faults() -> ModuleType:
-    spec = importlib.util.spec_from_file_location("scale_faults", ROOT / "bench" / "scale_faults.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules["scale_faults"] = module  # dataclasses look their module up
-    spec.loader.exec_module(module)
-    return module
 
 
 def test_scale_faults_small_case(tmp_path: Path, record_property: Callable[[str, object], None]) -> None:
@@ -39,7 +26,7 @@ def test_scale_faults_small_case(tmp_path: Path, record_property: Callable[[str,
     bin_dir, reason = find_binaries()
     if bin_dir is None:
         pytest.skip(f"e2e: {reason}")
-    faults = _faults()
+    faults = load_bench("scale_faults")
     budget = faults.Budget(qps=5, burst=10, apply_strategy="server-side-apply")
     plan = faults.Plan(5, 8, budget, unavailable_s=10, settle_s=5, quiet_s=10, timeout_s=300)
     with faults.audited_plane(tmp_path / "faults") as (plane, kube):
