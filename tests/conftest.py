@@ -15,7 +15,7 @@ import pytest
 from app.kube.keys import SeededKeys
 from app.settings import Settings
 from tests import metacontroller_standin
-from tests.e2e.controlplane import METACONTROLLER_CRDS, tarball_dir
+from tests.e2e.controlplane import metacontroller_crds, tarball_dir
 
 NOW = datetime(2026, 5, 4, 9, 0, 30, tzinfo=UTC)
 # Test directories whose tests all run in one xdist worker, one after another (pytest_xdist_make_scheduler).
@@ -29,10 +29,9 @@ def pytest_configure(config: pytest.Config) -> None:
     when the e2e binaries are here (the real-node quick start installs them from deploy/)."""
     workdir = Path(tempfile.mkdtemp(prefix="mpi-hook-metacontroller-standin-"))
     config.stash[STANDIN_DIR] = workdir
+    # The binaries' directory without extracting the tarball (slow, and not every session needs it).
     given = os.environ.get("MPI_HOOK_E2E_BIN_DIR")
-    candidates = [Path(given) / METACONTROLLER_CRDS] if given else []
-    candidates.append(tarball_dir() / METACONTROLLER_CRDS)
-    crds = next((c for c in candidates if c.is_file()), None)
+    crds = metacontroller_crds(Path(given) if given else tarball_dir())
     metacontroller_standin.install_in_environ(workdir, crds)
 
 
