@@ -60,6 +60,19 @@ def _sha256(path: Path) -> str:
     return digest.hexdigest()
 
 
+def _extract_safely(archive: tarfile.TarFile, into: Path) -> None:
+    """Extract with the ``data`` filter where this Python has it (3.11.4 and later); before that, refuse
+    a member that is absolute, climbs out with ``..``, or is a link, device or FIFO, as the filter would."""
+    if hasattr(tarfile, "data_filter"):
+        archive.extractall(into, filter="data")
+        return
+    for member in archive.getmembers():
+        path = Path(member.name)
+        if path.is_absolute() or ".." in path.parts or not (member.isfile() or member.isdir()):
+            raise RuntimeError(f"{archive.name}: refusing to extract {member.name!r}")
+    archive.extractall(into)
+
+
 def extract_once(
     tarball: Path, binaries: tuple[str, ...] = BINARIES, prefix: str = "mpi-hook-e2e-bin"
 ) -> Path:
@@ -70,7 +83,7 @@ def extract_once(
     target.parent.mkdir(parents=True, exist_ok=True)
     staging = Path(tempfile.mkdtemp(prefix=f"{target.name}.", dir=target.parent))
     with tarfile.open(tarball, "r:xz") as archive:
-        archive.extractall(staging, filter="data")
+        _extract_safely(archive, staging)
     found = next((p.parent for p in staging.rglob(binaries[0])), staging)
     for name in binaries:
         (found / name).chmod(0o755)
