@@ -4,9 +4,9 @@ Mirrors ``TestNewConfigMap`` (hostfile), ``TestUpdateDiscoverHostsInConfigMap`` 
 ``TestNewLauncherAndWorker`` (launcher Job and worker Pod, after ``scheme.Scheme.Default``), keeping their
 case names; the other cases (Service, SSH Secret) pin what upstream's controller code
 (pkg/controller/mpi_job_controller.go) builds where its tests do not look. Owner references are not
-compared (upstream ignores them too; Metacontroller sets ours). Our deviations (README, compatibility
-table): the worker DNS search follows the configured cluster domain, ``publishNotReadyAddresses: false`` is
-never emitted, and an SSH key off /root/.ssh gets an fsGroup.
+compared (upstream ignores them too; Metacontroller sets ours). Our deviations
+(docs/compatibility.md): the worker DNS search follows the configured cluster domain,
+``publishNotReadyAddresses: false`` is never emitted, and an SSH key off /root/.ssh gets an fsGroup.
 
 Secrets: key material never appears in an assertion message; checks on it go through ``_require``.
 """

@@ -2,7 +2,7 @@
 
 What it must guarantee whatever happens: never more than maxRestarts counted restarts, never two attempts'
 Pods side by side, a failure of an old attempt never restarts again, and a job always ends Succeeded or
-Failed. The README's "When a worker dies" describes the same cases.
+Failed. The user guide's "When a worker dies" describes the same cases.
 """
 
 from __future__ import annotations

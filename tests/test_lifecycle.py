@@ -5,7 +5,7 @@ the rest cover what a stateless hook has to get right on its own: TTL, deleted c
 edits, eviction, suspension, cleanPodPolicy, managedBy and the SSH key. After every step a test asserts the
 exact conditions (type → status, reason, in list order), ``replicaStatuses``, the times, which children
 exist and what the sync wrote; after every stage the job must settle within three syncs and then write
-nothing. Where we deviate from upstream on purpose (README: compatibility table) the docstring says so.
+nothing. Where we deviate from upstream on purpose (docs/compatibility.md) the docstring says so.
 
 Every sync's status and a digest of each child it returned are recorded in
 ``tests/golden/lifecycle/<scenario>/steps.yaml``; regenerate with ``pytest tests/test_lifecycle.py
@@ -306,7 +306,8 @@ def test_wait_workers(update_golden: bool) -> None:
 def test_resuming_and_suspending(update_golden: bool) -> None:
     """TestMPIJobResumingAndSuspending, with Kueue's template changes in both templates.
 
-    Deviation (README): a suspended job has no launcher Job (upstream keeps one with ``suspend: true``) and
+    Deviation (docs/compatibility.md):
+    a suspended job has no launcher Job (upstream keeps one with ``suspend: true``) and
     no workers; ``replicaStatuses.Launcher`` is ``{}`` as upstream's; on resume both are created from the
     CURRENT templates, which is how node selectors, tolerations, labels and scheduling gates that Kueue
     injected while suspended take effect. startTime is set at each resume, as upstream.
@@ -574,7 +575,8 @@ def test_managed_externally_with_children(update_golden: bool) -> None:
     """managedBy MultiKueue on a job that already has children: nothing created, updated or deleted.
 
     The CRD makes managedBy immutable, so the edit here stands in for children that exist some other way
-    (e.g. a job created before the CRD carried that rule). Deviation (README): upstream skips such a job;
+    (e.g. a job created before the CRD carried that rule). Deviation (docs/compatibility.md):
+    upstream skips such a job;
     a hook must return every child unchanged, or Metacontroller would delete them.
     """
     mc = fake("managed-externally-with-children", update_golden)
@@ -749,7 +751,8 @@ def test_lint_warning_goes_away_when_fixed(update_golden: bool) -> None:
 def test_invalid_edit_of_running_job(update_golden: bool) -> None:
     """An invalid edit keeps every child as it is and says why; fixing the spec lets the job carry on.
 
-    Deviation (README): upstream records a Warning event only; we add an ``Invalid`` condition whose
+    Deviation (docs/compatibility.md):
+    upstream records a Warning event only; we add an ``Invalid`` condition whose
     message follows the current errors, and drop it once the spec is valid again.
     """
     mc = fake("invalid-edit", update_golden)
@@ -812,7 +815,8 @@ def test_invalid_edit_of_running_job(update_golden: bool) -> None:
 def test_eviction(update_golden: bool) -> None:
     """An evicted worker fails the job, then cleanPodPolicy runs and the still-running launcher is deleted.
 
-    Deviation (README): upstream sets ``Failed=True/MPIJobEvicted`` but no completionTime and leaves the
+    Deviation (docs/compatibility.md):
+    upstream sets ``Failed=True/MPIJobEvicted`` but no completionTime and leaves the
     launcher running on missing ranks; we finish the job.
     """
     mc = fake("eviction", update_golden)
@@ -872,7 +876,8 @@ def test_discover_hosts_omits_workers_deleted_in_the_same_response() -> None:
 def test_run_launcher_as_worker(update_golden: bool) -> None:
     """runLauncherAsWorker: the launcher is the first host; worker replica-index labels start at 1.
 
-    Deviation (README): upstream's scale-down compares the shifted label with replicas and deletes one
+    Deviation (docs/compatibility.md):
+    upstream's scale-down compares the shifted label with replicas and deletes one
     wanted worker; we choose surplus workers by the index in their name.
     """
     mc = fake("run-launcher-as-worker", update_golden)
@@ -926,7 +931,8 @@ def test_run_launcher_as_worker(update_golden: bool) -> None:
 def test_wait_for_workers_ready_under_suspend(update_golden: bool) -> None:
     """WaitForWorkersReady with suspend: no launcher while suspended, even with Ready workers.
 
-    Deviation (README): upstream creates a suspended launcher Job at once and un-suspends it on resume
+    Deviation (docs/compatibility.md):
+    upstream creates a suspended launcher Job at once and un-suspends it on resume
     without waiting for Ready workers; here the launcher Job is created on resume once every worker is
     Ready, as for a job that was never suspended.
     """

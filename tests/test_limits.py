@@ -82,7 +82,7 @@ def _largest_fitting(name: str, namespace: str, domain: str, annotation_budget: 
 
 
 def test_largest_jobs_for_typical_names() -> None:
-    """The figures README "Limits" quotes, for `pi` in `default`."""
+    """The figures docs/operations.md "Limits" quotes, for `pi` in `default`."""
     assert _largest_fitting("pi", "default", "", annotation_budget=True) == 3497
     assert _largest_fitting("pi", "default", "cluster.local", annotation_budget=True) == 2546
     assert _largest_fitting("pi", "default", "cluster.local", annotation_budget=False) == 10178

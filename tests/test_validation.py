@@ -300,7 +300,7 @@ DEFAULTED_CASES: list[Case] = [
         [],
     ),
     (
-        # Ours: upstream panics computing the PodGroup of a negative minAvailable (README: deviations).
+        # Ours: upstream panics computing the PodGroup of a negative minAvailable (docs/compatibility.md).
         "defaulted: negative minAvailable and scheduleTimeoutSeconds",
         job(
             runPolicy={"schedulingPolicy": {"minAvailable": -1, "scheduleTimeoutSeconds": -5}},

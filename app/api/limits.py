@@ -1,6 +1,6 @@
 """How large a job the hook accepts, and the sizes of what it would build, computed before building it.
 
-Three bounds, each documented in README "Limits":
+Three bounds, each documented in docs/operations.md, "Limits":
 - ``MAX_WORKERS`` (also the CRD's ``maximum``): 16,384 workers. Measured (bench/sync_bench.py): a
   steady-state sync of 16k realistic Pods is a 116 MB request that the hook answers in ~0.5 s in process
   with ~150 MB of working memory besides the body; and no name choice lets more than ~17,600 workers fit
@@ -33,7 +33,7 @@ MAX_RULE_POD_CONDITIONS = 20
 MAX_RULE_EXIT_CODES = 255
 MAX_CONDITION_TYPE_LENGTH = 316
 MAX_WORKERS_MESSAGE = (
-    f"must be no more than {MAX_WORKERS}: the largest job the hook supports (README, Limits)"
+    f"must be no more than {MAX_WORKERS}: the largest job the hook supports (docs/operations.md, Limits)"
 )
 
 _ANNOTATIONS_LIMIT = 256 * 1024  # apimachinery TotalAnnotationSizeLimitB

@@ -89,5 +89,5 @@ def host_suffix(job: str, namespace: str, cluster_domain: str) -> str:
 
 
 def dns_search_domain(job: str, namespace: str, cluster_domain: str) -> str:
-    """The workers' ``dnsConfig.searches``; upstream hard-codes ``cluster.local`` (README: deviations)."""
+    """The workers' ``dnsConfig.searches``; upstream hard-codes ``cluster.local`` (docs/compatibility.md)."""
     return host_suffix(job, namespace, cluster_domain or DEFAULT_CLUSTER_DOMAIN)[1:]

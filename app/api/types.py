@@ -52,7 +52,7 @@ class ConditionType(StrEnum):
     SUCCEEDED = "Succeeded"
     SUSPENDED = "Suspended"
     FAILED = "Failed"
-    # Ours, not upstream's: the spec fails validation (see README, compatibility table).
+    # Ours, not upstream's: the spec fails validation (see docs/compatibility.md).
     INVALID = "Invalid"
     # Ours: what `mpijob lint` finds in a valid job; advisory, always the first condition (not STATE).
     WARNING = "Warning"
@@ -116,7 +116,7 @@ class FailurePolicyRule(_Model):
 
 
 class FailurePolicy(_Model):
-    """Ours: what happens when a Pod of the job fails (the README's "When a worker dies")."""
+    """Ours: what happens when a Pod of the job fails (the user guide's "When a worker dies")."""
 
     max_restarts: int | None = Field(default=None, alias="maxRestarts")
     rules: list[FailurePolicyRule] | None = None

@@ -3,7 +3,7 @@
 Upstream's ``--gang-scheduling`` picks a PodGroup kind: Volcano's or the scheduler-plugins coscheduler's
 (``app.kube.gang``). The builders here are pure and take plain values (``GangJob``) and the observed
 PriorityClass values, so the core decides only *whether* a PodGroup exists, never what is in it. Two
-deliberate fixes to upstream (README, compatibility table):
+deliberate fixes to upstream (docs/compatibility.md):
 
 * While a ``WaitForWorkersReady`` launcher does not exist yet, the group counts only the workers
   (upstream #608: a group waiting for a launcher that waits for the group never starts).

@@ -331,7 +331,8 @@ class _Stage:
         if plan.failure is not None and plan.decision is not None:
             self._failure_policy(plan.failure, plan.decision)
         elif plan.worker_counts.evicted and not self.policed:
-            # Upstream leaves evicted jobs half-alive; we finish them so the launcher stops (README).
+            # Upstream leaves evicted jobs half-alive; we finish them so the launcher stops
+            # (docs/compatibility.md).
             message = f"{plan.worker_counts.evicted}/{plan.counted_workers} workers are evicted"
             self.set(ConditionType.FAILED, "True", i.REASON_EVICTED, message, event="Warning")
             self.completion_time = self.completion_time or self.stamp

@@ -151,7 +151,8 @@ def _active_replicas(job: Job, plan: Plan) -> dict[str, dict[str, int]]:
     if plan.launcher is not None:
         replicas[ReplicaType.LAUNCHER.value] = _launcher_replica_status(plan.launcher)
     elif plan.suspended:
-        # As upstream, whose suspended job has a suspended launcher Job (ours has none: README).
+        # As upstream, whose suspended job has a suspended launcher Job (ours has none:
+        # docs/compatibility.md).
         replicas[ReplicaType.LAUNCHER.value] = {}
     counts = plan.worker_counts
     replicas[ReplicaType.WORKER.value] = replica_status(counts.active, counts.succeeded, counts.failed)

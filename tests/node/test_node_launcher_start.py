@@ -3,7 +3,7 @@ under the same name, with the default ``launcherCreationPolicy: AtStartup``.
 
 The first run meets a cold cluster DNS, the later ones the records of the previous job of that name (its
 Pods still terminating). Without the launcher waiting for its workers, most runs restarted the launcher
-(README, "Real-node tests"). ``MPI_HOOK_NODE_REPEATS`` sets the number of runs (default 10).
+(docs/testing.md, "Real-node tests"). ``MPI_HOOK_NODE_REPEATS`` sets the number of runs (default 10).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ def test_suspend_then_resume_a_running_job(real_node: RealNode, ns: str) -> None
     wait_for(
         lambda: _pods(real_node, ns) == [], runs.RUN_SECONDS, lambda: f"no Pods, have {_pods(real_node, ns)}"
     )
-    # As the README's "A job's life" says: Service, ConfigMap and Secret only.
+    # As the user guide's "A job's life" says: Service, ConfigMap and Secret only.
     assert jobs.children(kube, ns) == {**jobs.expected_children("pi", 0, launcher=False)}
     _suspend(real_node, ns, False)
     runs.running(kube, ns, "pi")
