@@ -1,5 +1,5 @@
 # Image for the mpi-operator-hook service (see deploy/base/deployment.yaml).
-#   docker build -t ghcr.io/mpi-operator-hook/mpi-operator-hook:0.1.0 .
+#   docker build -t <registry>/mpi-operator-hook:<version> .   (nothing is published yet: docs/releasing.md)
 FROM python:3.11-slim
 
 ENV PYTHONDONTWRITEBYTECODE=1 \
