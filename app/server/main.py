@@ -238,6 +238,7 @@ async def _answer(hook: Hook, name: str, handle: Callable[[bytes], T], body: byt
     except RequestError as err:
         metrics.requests.labels(name, "bad_request").inc()
         metrics.error(name, "bad_request")
+        logs.refused(log, name, 400, str(err))
         return Failure(400, orjson.dumps({"error": str(err)}))
     except Exception:
         # A bug of ours: Metacontroller changes nothing on a non-200 and retries with backoff.
