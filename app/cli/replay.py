@@ -216,7 +216,7 @@ def _send(client: Any, case: Case, url: str) -> tuple[int, Any]:
     path = HOOK_PATHS[case.hook]
     try:
         reply = client.post(path, content=case.request, headers={"Content-Type": "application/json"})
-    except httpx.HTTPError as err:
+    except (httpx.HTTPError, httpx.InvalidURL) as err:
         raise Unusable(f"cannot reach {url}: {type(err).__name__}: {err}") from None
     if reply.status_code in (404, 405):
         raise Unusable(f"{url}{path} answered {reply.status_code}: is --url the hook's base URL?")
