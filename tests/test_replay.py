@@ -11,13 +11,16 @@ import json
 import shutil
 import subprocess
 import sys
+import time
+import urllib.request
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.cli.replay import diff
+from app.cli.replay import diff, without_volatile
+from app.server.record import VOLATILE
 from tests import served
 from tests.e2e.processes import free_port
 
@@ -96,16 +99,43 @@ GROUPS = _settings_groups()
     "settings", list(GROUPS), ids=lambda s: ",".join(f"{k}={v}" for k, v in s) or "defaults"
 )
 def test_every_example_answers_as_recorded_by_a_hook_with_its_settings(
-    settings: tuple[tuple[str, str], ...], tmp_path: Path
+    settings: tuple[tuple[str, str], ...], tmp_path: Path, update_golden: bool
 ) -> None:
     names = GROUPS[settings]
-    with served.serving(tmp_path / "hook.log", dict(settings)) as hook:
+    recorded = tmp_path / "recorded"
+    recorded.mkdir()
+    env = {**dict(settings), "MPI_OPERATOR_RECORD_DIR": str(recorded)} if update_golden else dict(settings)
+    with served.serving(tmp_path / "hook.log", env) as hook:
+        if update_golden:
+            _record_answers(hook, names, recorded)
         given = [f"--setting={name}={value}" for name, value in settings]
         done = replay(str(EXAMPLES), "--url", hook.url, *given)
     assert done.returncode == 0, done.stdout + done.stderr
     verdicts = lines(done)
     assert {name: verdicts[name] for name in names} == dict.fromkeys(names, "same"), done.stdout
     assert set(verdicts.values()) <= {"same", "skipped"}
+
+
+def _record_answers(hook: served.Served, names: list[str], recorded: Path) -> None:
+    """``--update-golden``: each example's answer as the hook records it now (redacted; review the diff)."""
+    for name in names:
+        path = "/" + case_meta(EXAMPLES / name)["hook"]
+        request = urllib.request.Request(
+            hook.url + path, data=(EXAMPLES / name / "request.json").read_bytes(), method="POST"
+        )
+        urllib.request.urlopen(request, timeout=30).close()
+        deadline = time.monotonic() + 10
+        while len(list(recorded.iterdir())) < names.index(name) + 1 or any(
+            p.name.startswith(".") for p in recorded.iterdir()
+        ):
+            assert time.monotonic() < deadline, "the hook did not record the request"
+            time.sleep(0.02)
+        new = sorted(recorded.iterdir())[-1] / "response.json"
+        old = EXAMPLES / name / "response.json"
+        volatile = (*VOLATILE, *case_meta(EXAMPLES / name)["volatile"])
+        old_answer, new_answer = (without_volatile(json.loads(f.read_text()), volatile) for f in (old, new))
+        if diff(old_answer, new_answer):  # only times or keys changed: keep the file, and the diff small
+            shutil.copyfile(new, old)
 
 
 # --- what replay tells apart --------------------------------------------------------------------------------

@@ -182,7 +182,9 @@ def _replay(cases: list[Case], args: argparse.Namespace, target: dict[str, str])
                       " (--setting if it runs with these, --all to send it anyway)")  # fmt: skip
                 continue
             status, answer = _send(client, case, args.url)
-            differences = diff(_strip(case.response, case.volatile), _strip(answer, case.volatile))
+            differences = diff(
+                without_volatile(case.response, case.volatile), without_volatile(answer, case.volatile)
+            )
             if status != case.status:
                 differences.insert(0, f"HTTP status: {case.status} -> {status}")
             if differences:
@@ -226,7 +228,7 @@ def _send(client: Any, case: Case, url: str) -> tuple[int, Any]:
         return reply.status_code, {"(not JSON)": reply.text[:VALUE_CHARS]}
 
 
-def _strip(value: Any, patterns: tuple[str, ...]) -> Any:
+def without_volatile(value: Any, patterns: tuple[str, ...]) -> Any:
     """``value`` without the parts the patterns name (a copy)."""
     value = orjson.loads(orjson.dumps(value))
     for pattern in patterns:
