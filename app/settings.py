@@ -23,6 +23,8 @@ from app.kube.keys import MIN_SEED_BYTES, KeySource, SeededKeys, random_keys
 _DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Where the kubelet mounts a Pod's service-account token and the cluster's CA.
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
+# The settings an answer depends on (the SSH key seed changes only key material, which replay ignores).
+ANSWER_SETTINGS = ("cluster_domain", "gang_scheduling", "metacontroller_apply_strategy")
 EVENTS_MODES = {"auto": "auto", "on": "on", "true": "on", "off": "off", "false": "off"}
 
 
@@ -108,6 +110,19 @@ class Settings(BaseSettings):
     events_queue_size: int = Field(
         default=1000, ge=1, le=1_000_000, description="Events waiting to be posted; more are dropped."
     )
+    record_dir: Path | None = Field(
+        default=None,
+        description="A writable directory: each /sync and /customize request and its answer are written "
+        "there, redacted, for `mpijob replay` (unset: nothing is recorded).",
+    )
+    record_max_requests: int = Field(
+        default=1000, ge=1, le=1_000_000, description="Recorded requests kept; the oldest go first."
+    )
+    record_max_bytes: int = Field(
+        default=256 * 1024 * 1024,
+        ge=64 * 1024,
+        description="Bytes the recorded requests may take on disk; the oldest go first.",
+    )
 
     @field_validator("cluster_domain")
     @classmethod
@@ -125,7 +140,7 @@ class Settings(BaseSettings):
             raise ValueError("must be empty, 'volcano' or a scheduler name (a DNS subdomain)")
         return value
 
-    @field_validator("ssh_key_seed_file", mode="before")
+    @field_validator("ssh_key_seed_file", "record_dir", mode="before")
     @classmethod
     def _unset_when_empty(cls, value: object) -> object:
         return None if isinstance(value, str) and not value.strip() else value
@@ -141,6 +156,17 @@ class Settings(BaseSettings):
             raise ValueError(f"cannot read {value}: {err.strerror}") from None
         if size < MIN_SEED_BYTES:
             raise ValueError(f"{value} must hold at least {MIN_SEED_BYTES} bytes")
+        return value
+
+    @field_validator("record_dir")
+    @classmethod
+    def _record_dir(cls, value: Path | None) -> Path | None:
+        if value is None:
+            return None
+        if not value.is_dir():
+            raise ValueError(f"{value} must be an existing directory")
+        if not os.access(value, os.W_OK | os.X_OK):
+            raise ValueError(f"{value} must be writable by the hook")
         return value
 
     @field_validator("log_level")
@@ -205,6 +231,13 @@ class Settings(BaseSettings):
             return None
         return EventsAccess(server, self.events_token_file, ca_file)
 
+    def answer_settings(self) -> dict[str, str]:
+        """The settings that change the hook's answers, by variable name, where they differ from the
+        defaults: what a recorded request needs to be answered the same again (``mpijob replay``)."""
+        defaults = answer_setting_defaults()
+        values = {env_name(name): str(getattr(self, name)) for name in ANSWER_SETTINGS}
+        return {name: value for name, value in values.items() if value != defaults[name]}
+
     @property
     def annotation_budget(self) -> bool:
         """dynamic-apply copies each child into a 256 KiB annotation, which bounds its size."""
@@ -220,6 +253,16 @@ class Settings(BaseSettings):
         # A job without a UID gets a random key; the hook's log says so (keys.py, README).
         warn = logging.getLogger("mpi_operator_hook.keys").warning
         return SeededKeys(self.ssh_key_seed_file.read_bytes(), on_fallback=warn)
+
+
+def env_name(field: str) -> str:
+    """The environment variable that sets ``field``."""
+    return f"MPI_OPERATOR_{field.upper()}"
+
+
+def answer_setting_defaults() -> dict[str, str]:
+    """The default of each setting an answer depends on, by variable name."""
+    return {env_name(name): str(Settings.model_fields[name].default) for name in ANSWER_SETTINGS}
 
 
 class SettingsError(RuntimeError):

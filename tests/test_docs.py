@@ -24,11 +24,16 @@ import pytest
 import yaml
 
 from app.api.lint import Severity, lint_manifest
+from tests import served
 from tests.kube_schema import schema_errors
 from tests.test_crd import CRD_FILE, _nodes, admission_errors
 
 ROOT = Path(__file__).resolve().parents[1]
-PAGES = [ROOT / "README.md", *sorted((ROOT / "docs").glob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "examples" / "requests" / "README.md",
+]
 VENV_BIN = Path(sys.executable).parent
 COPIED = ["examples", "docs", "deploy", "crds", "metacontroller", "scripts", "Dockerfile", "pyproject.toml"]
 KUBECTL = shutil.which("kubectl")
@@ -93,6 +98,12 @@ class Page:
     images: set[str] = field(default_factory=set)
     clusters: set[str] = field(default_factory=set)
     venvs: set[str] = field(default_factory=set)
+    # `mpijob serve ... &` started on this page: the documented port -> the real server on a free port
+    servers: dict[int, served.Served] = field(default_factory=dict)
+
+    def stop_servers(self) -> None:
+        for server in self.servers.values():
+            server.stop()
 
 
 def scratch(directory: Path) -> Page:
@@ -113,11 +124,75 @@ def replay(page: Path, before: str, state: Page) -> None:
             continue
         if where == before:
             return
+        if background_serve(command):
+            start_server(command, state)
+            continue
+        command = local_ports(command, state)
         stages, _, redirects = split(command)
         if stages[0][0] == "mpijob" and redirects:
             run_mpijob(re.sub(r"#\s*exits\s+\d+\s*$", "", command), state, None)
         elif stages[0][0] not in ("mpijob", "kubectl"):
             check_other(stages[0], state)
+
+
+# --- a hook served in the background: `mpijob serve ... &`, then curl and mpijob replay against it ----------
+
+LOCAL_URL = re.compile(r"\b(127\.0\.0\.1|localhost):(\d+)")
+
+
+def background_serve(command: str) -> bool:
+    """``[MPI_OPERATOR_X=v ...] mpijob serve ... &``: the page starts a hook for its later commands."""
+    words = shlex.split(command, comments=True)
+    while words and re.match(r"^MPI_OPERATOR_\w+=", words[0]):
+        words.pop(0)
+    return words[:2] == ["mpijob", "serve"] and words[-1] == "&"
+
+
+def start_server(command: str, page: Page) -> served.Served:
+    """Start the page's hook for real on a free port (its documented port is rewritten in later commands);
+    it runs until the page's test ends (``Page.stop_servers``, by PID)."""
+    words = shlex.split(command, comments=True)[:-1]
+    settings = {}
+    while re.match(r"^MPI_OPERATOR_\w+=", words[0]):
+        name, _, value = words.pop(0).partition("=")
+        settings[name] = value
+    port, argv = 8080, []
+    for index, word in enumerate(words):
+        if word == "--port" or (index and words[index - 1] == "--port"):
+            port = int(words[index + 1]) if word == "--port" else port
+        elif word.startswith("--port="):
+            port = int(word.split("=", 1)[1])
+        else:
+            argv.append(word)
+    assert port not in page.servers, f"port {port} is served twice on this page"
+    log = page.directory / f".serve-{port}.log"
+    page.servers[port] = served.start(log, settings, argv, cwd=page.directory)
+    return page.servers[port]
+
+
+def local_ports(command: str, page: Page) -> str:
+    """``command`` with each served documented port replaced by the real one."""
+
+    def real(match: re.Match[str]) -> str:
+        server = page.servers.get(int(match.group(2)))
+        return f"{match.group(1)}:{server.port}" if server else match.group(0)
+
+    return LOCAL_URL.sub(real, command)
+
+
+def check_curl(argv: list[str], page: Page) -> None:
+    """Run the real curl against a hook this page serves: it must exit 0 with a 200 JSON answer."""
+    urls = [word for word in argv[1:] if word.startswith(("http://", "https://"))]
+    assert len(urls) == 1, f"curl needs exactly one URL: {shlex.join(argv)}"
+    ports = {server.port for server in page.servers.values()}
+    local = LOCAL_URL.search(urls[0])
+    assert local and int(local.group(2)) in ports, f"{urls[0]}: no `mpijob serve &` of this page serves it"
+    done = subprocess.run([*argv, "--max-time", "30", "--write-out", "\n%{http_code}"], cwd=page.directory,
+                          capture_output=True, text=True, timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 0, f"curl exited {done.returncode}: {done.stderr.strip()[:300]}"
+    body, _, code = done.stdout.rpartition("\n")
+    assert code == "200", f"{urls[0]} answered {code}: {body[:300]}"
+    assert isinstance(json.loads(body), dict), f"{urls[0]} answered no JSON object"
 
 
 # --- the checkers ------------------------------------------------------------------------------------------
@@ -257,6 +332,8 @@ def check_other(argv: list[str], page: Page) -> None:
         folder = "e2e" if name.startswith("MPI_HOOK_E2E_") else "node"
         harness = "".join(p.read_text() for p in (ROOT / "tests" / folder).glob("*.py"))
         assert f'"{name}"' in harness, f"the {folder} harness does not read {name}"
+    elif argv[0] == "curl":
+        check_curl(argv, page)
     elif argv[0].startswith("./scripts/"):
         script = page.directory / argv[0]
         assert script.is_file() and os.access(script, os.X_OK), f"{argv[0]} is not an executable script"
@@ -267,7 +344,17 @@ def check_other(argv: list[str], page: Page) -> None:
 @pytest.mark.parametrize(("where", "page", "command"), all_commands(), ids=[c[0] for c in all_commands()])
 def test_documented_command(where: str, page: Path, command: str, tmp_path: Path) -> None:
     state = scratch(tmp_path)
-    replay(page, where, state)
+    try:
+        replay(page, where, state)
+        if background_serve(command):
+            start_server(command, state)  # healthy, or the test fails with its log
+            return
+        check_command(where, local_ports(command, state), state)
+    finally:
+        state.stop_servers()
+
+
+def check_command(where: str, command: str, state: Page) -> None:
     stages, expected, _ = split(command)
     if stages[0][0] == "mpijob":
         mpijob_part = command.split("|")[0] if any(s[0] == "kubectl" for s in stages[1:]) else command
@@ -358,3 +445,34 @@ def test_an_applied_file_the_crd_rejects_fails(tmp_path: Path) -> None:
     bad.write_text((ROOT / "examples" / "pi" / "pi.yaml").read_text().replace("replicas: 2", "replicas: 0"))
     with pytest.raises(AssertionError, match="rejected by the CRD"):
         check_kubectl(["kubectl", "apply", "-f", "bad.yaml"], Page(tmp_path))
+
+
+def _served_page(tmp_path: Path) -> Page:
+    page = Page(tmp_path)
+    shutil.copytree(ROOT / "examples" / "requests", tmp_path / "examples" / "requests")
+    start_server("mpijob serve --port 8080 &", page)
+    return page
+
+
+def test_curl_runs_against_the_pages_hook_on_its_real_port(tmp_path: Path) -> None:
+    page = _served_page(tmp_path)
+    try:
+        documented = (
+            "curl -sS --data-binary @examples/requests/new-job/request.json http://127.0.0.1:8080/sync"
+        )
+        real = local_ports(documented, page)
+        assert f"127.0.0.1:{page.servers[8080].port}/sync" in real
+        check_other(shlex.split(real), page)
+        assert 'POST /sync HTTP/1.1" 200' in page.servers[8080].log_text()
+        with pytest.raises(AssertionError, match="answered 400"):  # not a hook request: 400
+            check_other(shlex.split(real.replace("new-job/request.json", "new-job/case.json")), page)
+        with pytest.raises(AssertionError, match="no `mpijob serve &`"):  # a port nobody started
+            check_other(shlex.split(documented.replace("8080", "1")), page)
+    finally:
+        page.stop_servers()
+    assert page.servers[8080].process.poll() is not None, "the page's hook outlived its test"
+
+
+def test_a_page_hook_that_cannot_start_fails(tmp_path: Path) -> None:
+    with pytest.raises(AssertionError, match="MPI_OPERATOR_LOG_LEVEL"):
+        start_server("MPI_OPERATOR_LOG_LEVEL=LOUD mpijob serve --port 8080 &", Page(tmp_path))

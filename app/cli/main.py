@@ -14,6 +14,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from app.cli import replay
 from app.cli.exits import EXIT_INTERNAL, EXIT_OK, EXIT_UNUSABLE
 
 
@@ -28,6 +29,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_render(commands)
     _add_lint(commands)
     _add_convert(commands)
+    replay.add_parser(commands)
     return parser
 
 
@@ -128,6 +130,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         "render": commands.render,
         "lint": commands.lint,
         "convert": commands.convert,
+        "replay": replay.run,
     }
     return handlers[args.command](args)
 

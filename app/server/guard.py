@@ -20,6 +20,8 @@ from collections.abc import Awaitable, Callable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.server import logs
+
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -198,7 +200,9 @@ class BodyGuard:
                 return size  # may be shorter than declared (the server refuses longer bodies)
 
     async def _reject(self, scope: Scope, send: Send, rejected: Rejected) -> None:
-        self.on_reject(str(scope.get("path", "")).lstrip("/"), rejected.kind)
+        hook = str(scope.get("path", "")).lstrip("/")
+        self.on_reject(hook, rejected.kind)
+        logs.refused(log, hook, rejected.status, rejected.message)
         body = b'{"error":"' + rejected.message.encode() + b'"}'
         # The rest of a refused body is never read: close the connection after answering.
         await _respond(send, rejected.status, body, close=rejected.status in (408, 413))

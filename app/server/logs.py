@@ -39,6 +39,12 @@ def event(logger: logging.Logger, level: int, what: str, /, **fields: object) ->
     logger.log(level, "%s %s", what, text, extra={"fields": capped, "event": what})
 
 
+def refused(logger: logging.Logger, hook: str, status: int, reason: str) -> None:
+    """One line per request the hook refuses: the status and the reason the client was given (which never
+    quotes the body), so a 4xx is more than an access-log line."""
+    event(logger, logging.WARNING, "refused", hook=hook, status=status, reason=reason)
+
+
 class JsonFormatter(logging.Formatter):
     """One JSON object per line: time, level, logger, then ``message`` or an event's text and fields."""
 

@@ -32,9 +32,10 @@ from app.kube.keys import KeySource
 from app.kube.request import RequestError, decode_request
 from app.server import logs
 from app.server.events import EventRecorder
-from app.server.guard import ASGIApp, BodyGuard, Limits, Receive, Scope, Send
+from app.server.guard import ASGIApp, BodyGuard, Endpoint, Limits, Receive, Scope, Send
 from app.server.memo import ParentMemo, remember
 from app.server.metrics import Metrics
+from app.server.record import RequestRecorder
 from app.settings import Settings, load_settings
 
 log = logging.getLogger("mpi_operator_hook")
@@ -58,6 +59,7 @@ class Hook:
     metrics: Metrics
     memo: ParentMemo[Verdict] = field(default_factory=ParentMemo)
     events: EventRecorder | None = None
+    recorder: RequestRecorder | None = None
 
     def answer_sync(self, body: bytes) -> tuple[SyncResult, bytes]:
         request = decode_request(body)
@@ -93,7 +95,13 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
             value=settings.gang_scheduling,
         )
     metrics = Metrics(job_info_ttl=settings.job_info_ttl_seconds)
-    hook = Hook(settings, keys or settings.key_source(), metrics, events=_recorder(settings, metrics))
+    hook = Hook(
+        settings,
+        keys or settings.key_source(),
+        metrics,
+        events=_recorder(settings, metrics),
+        recorder=_request_recorder(settings, metrics),
+    )
     metrics.watch_memo(hook.memo)
     web = FastAPI(
         title="mpi-operator-hook", docs_url=None, redoc_url=None, openapi_url=None, lifespan=_lifespan
@@ -106,10 +114,12 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
         admission_wait_seconds=settings.admission_wait_seconds,
         read_timeout_seconds=settings.read_timeout_seconds,
     )
-    endpoints = {
+    endpoints: dict[str, Endpoint] = {
         "/sync": functools.partial(sync_endpoint, hook),
         "/customize": functools.partial(customize_endpoint, hook),
     }
+    if hook.recorder is not None:
+        endpoints = {path: hook.recorder.wrap(path.lstrip("/"), e) for path, e in endpoints.items()}
     guard = BodyGuard(
         web, limits=limits, endpoints=endpoints, on_reject=metrics.error, on_bytes=metrics.in_flight_bytes.set
     )
@@ -125,17 +135,40 @@ def _recorder(settings: Settings, metrics: Metrics) -> EventRecorder | None:
     return EventRecorder(access, metrics.event, queue_size=settings.events_queue_size)
 
 
+def _request_recorder(settings: Settings, metrics: Metrics) -> RequestRecorder | None:
+    if settings.record_dir is None:
+        return None
+    logs.event(
+        log,
+        logging.INFO,
+        "recording requests (redacted)",
+        directory=str(settings.record_dir),
+        max_requests=settings.record_max_requests,
+        max_bytes=settings.record_max_bytes,
+    )
+    return RequestRecorder(
+        settings.record_dir,
+        max_requests=settings.record_max_requests,
+        max_bytes=settings.record_max_bytes,
+        settings=settings.answer_settings(),
+        count=metrics.record,
+    )
+
+
 @asynccontextmanager
 async def _lifespan(web: FastAPI) -> AsyncIterator[None]:
-    """Start the Event recorder's task with the server; on shutdown post what is queued, briefly."""
-    recorder = web.state.hook.events
-    if recorder is not None:
-        await recorder.start()
+    """Start the Event recorder's task with the server; on shutdown post what is queued and write what is
+    left to record, briefly."""
+    hook: Hook = web.state.hook
+    if hook.events is not None:
+        await hook.events.start()
     try:
         yield
     finally:
-        if recorder is not None:
-            await recorder.stop()
+        if hook.events is not None:
+            await hook.events.stop()
+        if hook.recorder is not None:
+            await run_in_threadpool(hook.recorder.stop)
 
 
 def _hook(request: Request) -> Hook:
@@ -205,6 +238,7 @@ async def _answer(hook: Hook, name: str, handle: Callable[[bytes], T], body: byt
     except RequestError as err:
         metrics.requests.labels(name, "bad_request").inc()
         metrics.error(name, "bad_request")
+        logs.refused(log, name, 400, str(err))
         return Failure(400, orjson.dumps({"error": str(err)}))
     except Exception:
         # A bug of ours: Metacontroller changes nothing on a non-200 and retries with backoff.

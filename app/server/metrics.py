@@ -29,6 +29,7 @@ SIZE_BUCKETS = tuple(float(1024 * 4**i) for i in range(10))
 ERROR_KINDS = ("too_large", "busy", "read_timeout", "disconnected", "bad_request", "internal")
 HOOKS = ("sync", "customize")
 EVENT_RESULTS = ("posted", "duplicate", "failed", "dropped")
+RECORD_RESULTS = ("written", "pruned", "skipped", "failed")
 
 
 class Metrics:
@@ -64,6 +65,14 @@ class Metrics:
             registry=self.registry,
         )
         self._events = {result: self.events.labels(result) for result in EVENT_RESULTS}
+        self.recorded = Counter(
+            "mpi_operator_hook_recorded_requests",
+            f"Requests recorded to MPI_OPERATOR_RECORD_DIR by result: {', '.join(RECORD_RESULTS)}"
+            " (pruned: an old record deleted to make room)",
+            ["result"],
+            registry=self.registry,
+        )
+        self._recorded = {result: self.recorded.labels(result) for result in RECORD_RESULTS}
         self._add_transport_collectors()
         # Label lookups cost more than a small sync's other metrics together: bind the fixed ones once.
         self._sync_seconds = self.sync_seconds.labels("sync")
@@ -136,6 +145,10 @@ class Metrics:
     def event(self, result: str) -> None:
         """Count one Event: posted, duplicate (409: already posted), failed or dropped (queue full)."""
         self._events[result].inc()
+
+    def record(self, result: str) -> None:
+        """Count one recorder outcome: written, pruned, skipped (queue full, too large) or failed (I/O)."""
+        self._recorded[result].inc()
 
     def error(self, hook: str, kind: str) -> None:
         self.errors.labels(hook if hook in HOOKS else "other", kind).inc()
