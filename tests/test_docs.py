@@ -33,6 +33,7 @@ PAGES = [
     ROOT / "README.md",
     *sorted((ROOT / "docs").glob("*.md")),
     ROOT / "examples" / "requests" / "README.md",
+    ROOT / "bench" / "README.md",
 ]
 VENV_BIN = Path(sys.executable).parent
 COPIED = ["examples", "docs", "deploy", "crds", "metacontroller", "scripts", "Dockerfile", "pyproject.toml"]
