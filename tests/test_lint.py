@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from app.api import names
-from app.api.lint import IGNORE_ANNOTATION, RULES, Rule, Severity, lint, lint_manifest
+from app.api.lint import IGNORE_ANNOTATION, RULES, SEVERITIES, Rule, Severity, lint, lint_manifest
 from app.api.types import MPIJob
 from tests import test_crd
 from tests.test_crd import CRD_FILE, INVALID, VALID, pi
@@ -174,7 +174,7 @@ def test_the_pi_example_is_clean() -> None:
 
 
 def test_every_rule_has_cases() -> None:
-    assert set(CASES) == set(RULES) == {r.value for r in Rule}
+    assert set(CASES) == set(RULES) == set(SEVERITIES) == {r.value for r in Rule}
 
 
 @pytest.mark.parametrize("rule", list(CASES), ids=[str(r) for r in CASES])
@@ -185,6 +185,7 @@ def test_rule_trips(rule: str) -> None:
     for finding in findings:
         assert finding.path and finding.message and finding.fix
         assert "\n" not in finding.message
+        assert finding.severity is SEVERITIES[rule]  # the registry's severity is the one reported
 
 
 @pytest.mark.parametrize("rule", list(CASES), ids=[str(r) for r in CASES])

@@ -29,7 +29,7 @@ from app.api.defaults import (
 from app.api.lint_types import Finding, Severity, plural
 from app.api.types import API_VERSION, KIND, MPIImplementation, MPIJob, ReplicaType
 
-__all__ = ["IGNORE_ANNOTATION", "RULES", "Finding", "Rule", "Severity", "lint", "lint_manifest"]
+__all__ = ["IGNORE_ANNOTATION", "RULES", "SEVERITIES", "Finding", "Rule", "Severity", "lint", "lint_manifest"]
 
 IGNORE_ANNOTATION = "mpijob-lint/ignore"
 OLD_API_VERSIONS = ("kubeflow.org/v1alpha1", "kubeflow.org/v1alpha2", "kubeflow.org/v1")
@@ -93,6 +93,15 @@ RULES: dict[str, str] = {
     Rule.FAILURE_RULE_UNREACHABLE: (
         "a failure policy rule after one that already matches every failure it could"
     ),
+}
+
+_ERROR_RULES = frozenset({
+    Rule.INVALID, Rule.CRD_REJECTED, Rule.UNKNOWN_FIELD, Rule.NAME_TOO_LONG, Rule.OLD_API_VERSION,
+    Rule.SLOTS_IN_REPLICA_SPEC, Rule.GPUS_AT_POD_LEVEL,
+})  # fmt: skip
+# The severity each rule reports (launcher-command: info instead when the launcher sets no command at all).
+SEVERITIES: dict[str, Severity] = {
+    rule: Severity.ERROR if rule in _ERROR_RULES else Severity.WARNING for rule in Rule
 }
 
 LAUNCHER = f"spec.mpiReplicaSpecs.{ReplicaType.LAUNCHER.value}"

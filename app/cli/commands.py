@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import yaml
 
-from app.api.lint import RULES, Finding, Severity, lint_manifest
+from app.api.lint import RULES, SEVERITIES, Finding, Severity, lint_manifest
 from app.api.types import API_VERSION, KIND
 from app.cli.exits import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
 from app.cli.yamlio import Document, InputError, dump_all, load_documents, read_text, source_name
@@ -199,7 +199,7 @@ _COLOURS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.INFO: "36"}
 def lint(args: argparse.Namespace) -> int:
     if args.list_rules:
         for rule, description in RULES.items():
-            print(f"{rule:24} {description}")
+            print(f"{rule:26} {SEVERITIES[rule].value:8} {description}")
         return EXIT_OK
     if not args.files:
         _error("lint: give at least one FILE (- for standard input)")
