@@ -99,6 +99,17 @@ def test_convert_never_returns_a_job_without_launcher_and_worker(
         to_trainjob(job, "mpi-distributed")
 
 
+def test_early_v2beta1_spec_level_fields_move_into_run_policy() -> None:
+    result = to_v2beta1(load(FIXTURES / "v2beta1-spec-level-clean-pod-policy.yaml"))
+    assert result.obj["spec"]["runPolicy"] == {"backoffLimit": 2, "cleanPodPolicy": "Running"}
+    assert {"cleanPodPolicy", "backoffLimit"}.isdisjoint(result.obj["spec"])
+    assert result.notes == [
+        "spec.cleanPodPolicy: moved to spec.runPolicy.cleanPodPolicy (v2beta1 has it there only)",
+        "spec.backoffLimit: 0 dropped, runPolicy.backoffLimit 2 takes precedence",
+    ]
+    assert lint_manifest(result.obj) == []
+
+
 def test_spec_level_fields_yield_to_run_policy() -> None:
     job = load(FIXTURES / "v1-tensorflow-benchmarks.yaml")
     job["spec"]["runPolicy"] = {"cleanPodPolicy": "All"}

@@ -49,6 +49,13 @@ SHAPES: dict[str, dict[str, tuple[int, str | None]]] = {
         "convert|lint": (0, None),
         "convert|render": (0, None),
     },
+    "v2beta1-spec-level-clean-pod-policy": {
+        "convert": (0, "spec.cleanPodPolicy: moved to spec.runPolicy.cleanPodPolicy"),
+        "lint": (1, "error [unknown-field] spec.cleanPodPolicy"),
+        "render": (0, None),
+        "convert|lint": (0, None),
+        "convert|render": (0, None),
+    },
     "v2beta1-home-ssh-as-root": {
         "convert": (0, None),
         "lint": (1, "warning [ssh-path-for-root] spec.sshAuthMountPath"),

@@ -48,7 +48,7 @@ def to_v2beta1(doc: dict[str, Any]) -> Conversion:
     spec = as_object(doc.get("spec"))
     if doc["apiVersion"] == V2BETA1:
         _require_launcher_and_worker(spec)
-        return Conversion(copy.deepcopy(doc))
+        return _moved_into_run_policy(doc)
     _refuse_v1alpha1_shape(doc["apiVersion"], spec)
     notes: list[str] = []
     out_spec: dict[str, Any] = {}
@@ -89,6 +89,29 @@ def _check_mpijob(doc: Any, versions: tuple[str, ...]) -> None:
 
 
 _V1ALPHA1_FIELDS = ("replicas", "template", "gpus", "processingUnits", "processingResourceType")
+
+
+_MOVED_TO_RUN_POLICY = ("cleanPodPolicy", "backoffLimit", "activeDeadlineSeconds")
+
+
+def _moved_into_run_policy(doc: dict[str, Any]) -> Conversion:
+    """A v2beta1 job as is, except the fields early v2beta1 examples still wrote at spec level: the CRD has
+    them in runPolicy only (kubectl apply rejects them at spec), so they move there unless runPolicy has its
+    own."""
+    job = copy.deepcopy(doc)
+    spec = as_object(job.get("spec"))
+    notes: list[str] = []
+    for key in (k for k in _MOVED_TO_RUN_POLICY if k in spec):
+        value = spec.pop(key)
+        policy = spec.setdefault("runPolicy", {})
+        if not isinstance(policy, dict):
+            notes.append(f"spec.{key}: {value!r} dropped (spec.runPolicy is not an object)")
+        elif key in policy:
+            notes.append(f"spec.{key}: {value!r} dropped, runPolicy.{key} {policy[key]!r} takes precedence")
+        else:
+            policy[key] = value
+            notes.append(f"spec.{key}: moved to spec.runPolicy.{key} (v2beta1 has it there only)")
+    return Conversion(job, notes)
 
 
 def _refuse_v1alpha1_shape(api_version: str, spec: dict[str, Any]) -> None:
