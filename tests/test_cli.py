@@ -135,6 +135,15 @@ def test_no_colour_when_not_a_terminal() -> None:
     assert "\033[" not in done.stdout and "warning" in done.stdout
 
 
+def test_version_is_the_package_metadata() -> None:
+    from importlib import metadata
+
+    done = mpijob("--version")
+    assert done.returncode == 0
+    assert done.stdout == f"mpijob {metadata.version('mpi-operator-hook')}\n"
+    assert metadata.version("mpi-operator-hook") in (ROOT / "pyproject.toml").read_text()
+
+
 # --- render ------------------------------------------------------------------------------------------------
 
 GOLDEN_RENDERS = {
@@ -174,6 +183,41 @@ def test_render_output_is_only_valid_kubernetes_objects(example: Path) -> None:
         "Pod",
         *(() if waits else ("Job",)),
     }
+
+
+INTEL = ROOT / "examples" / "pi" / "pi-intel.yaml"
+
+
+def test_render_says_why_a_waiting_launcher_is_missing() -> None:
+    done = mpijob("render", str(INTEL))
+    assert done.returncode == 0
+    assert [c["kind"] for c in objects(done)] == ["Service", "ConfigMap", "Secret", "Pod", "Pod"]
+    assert done.stderr == (
+        f"mpijob: {INTEL}: MPIJob pi-intel: no launcher Job yet: launcherCreationPolicy WaitForWorkersReady"
+        " creates it once every worker Pod is Ready; --workers-ready renders it\n"
+    )
+
+
+def test_render_workers_ready_shows_the_launcher_it_will_get() -> None:
+    done = mpijob("render", "--workers-ready", str(INTEL))
+    assert done.returncode == 0 and done.stderr == ""
+    children = objects(done)
+    assert [c["kind"] for c in children] == ["Service", "ConfigMap", "Secret", "Pod", "Pod", "Job"]
+    assert all(schema_errors(child) == [] for child in children)
+    launcher = children[-1]
+    assert launcher["metadata"]["name"] == "pi-intel-launcher"
+    assert "status" not in children[3]  # the Ready status it assumed is not printed as the Pods' own
+    # An AtStartup job is the same either way.
+    assert objects(mpijob("render", "--workers-ready", str(PI)))[-1]["kind"] == "Job"
+
+
+def test_render_of_a_suspended_waiting_job_says_nothing_about_the_launcher() -> None:
+    text = INTEL.read_text().replace(
+        "    ttlSecondsAfterFinished: 60\n", "    ttlSecondsAfterFinished: 60\n    suspend: true\n"
+    )
+    done = mpijob("render", "-", stdin=text)
+    assert done.returncode == 0 and done.stderr == ""
+    assert "Pod" not in {c["kind"] for c in objects(done)}
 
 
 def test_render_status_is_a_comment_and_keys_stay_secret() -> None:
@@ -304,12 +348,69 @@ def test_lint_json_output() -> None:
     assert done.returncode == 1
 
 
-def test_lint_reports_unusable_files_but_lints_the_others(tmp_path: Path) -> None:
+def test_lint_with_an_unusable_file_prints_only_the_error(tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text("kind: [\n")
     done = mpijob("lint", str(PI), str(bad))
     assert done.returncode == 2
-    assert f"{bad}:2:1:" in done.stderr
+    assert done.stderr.startswith(f"mpijob: {bad}:2:1:") and done.stderr.count("\n") == 1, done.stderr
+    assert done.stdout == ""
+
+
+@pytest.mark.parametrize(
+    ("args", "error"),
+    [
+        (["/nonexistent.yaml"], "cannot read /nonexistent.yaml: No such file or directory"),
+        (["examples"], "cannot read examples: Is a directory"),
+        (["-"], "<stdin>:3:1: "),
+        (["-o", "json", "/nonexistent.yaml"], "cannot read /nonexistent.yaml"),
+    ],
+    ids=["missing", "directory", "syntax", "json"],
+)
+def test_after_an_input_error_lint_prints_only_the_error(args: list[str], error: str) -> None:
+    """No "0 MPIJobs: no findings" (or empty JSON report) that reads like a verdict on the file."""
+    done = mpijob("lint", *args, stdin="kind: MPIJob\nspec: [\n")
+    assert done.returncode == 2
+    assert done.stdout == ""
+    [line] = done.stderr.splitlines()
+    assert line.startswith("mpijob: ") and error in line
+
+
+# --- duplicate keys: three example files concatenated without `---` ---------------------------------------
+
+
+@pytest.mark.parametrize("command", [["lint"], ["render"], ["convert"]])
+def test_a_key_written_twice_is_an_error_naming_both_lines(command: list[str]) -> None:
+    pis = sorted((ROOT / "examples" / "pi").glob("*.yaml"))
+    text = "".join(p.read_text() for p in pis)
+    lines = text.splitlines()
+    first, second = [i for i, line in enumerate(lines, 1) if line.startswith("apiVersion:")][:2]
+    done = mpijob(*command, "-", stdin=text)
+    assert done.returncode == 2
+    assert done.stdout == ""
+    assert done.stderr == (
+        f'mpijob: <stdin>:{second}:1: duplicate key "apiVersion": first at line {first},'
+        f" again at line {second}\n"
+    )
+
+
+def test_a_duplicate_deep_in_a_template_is_found_too() -> None:
+    text = PI.read_text().replace(
+        "            command:\n", "            image: other\n            command:\n", 1
+    )
+    done = mpijob("lint", "-", stdin=text)
+    assert done.returncode == 2
+    assert 'duplicate key "image": first at line' in done.stderr
+
+
+def test_merge_keys_may_still_be_overridden() -> None:
+    text = (
+        "base: &base {replicas: 1}\napiVersion: kubeflow.org/v2beta1\nkind: MPIJob\nmetadata: {name: m}\n"
+        "spec:\n  mpiReplicaSpecs:\n    Launcher:\n      <<: *base\n      replicas: 1\n"
+    )
+    done = mpijob("lint", "-", stdin=text)
+    assert "duplicate" not in done.stderr
+    assert done.returncode == 1  # findings about the job, not an input error
 
 
 def test_lint_without_files_is_a_usage_error() -> None:

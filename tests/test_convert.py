@@ -67,6 +67,49 @@ def test_v1alpha1_is_refused_with_a_reason() -> None:
         to_v2beta1({"apiVersion": "kubeflow.org/v1alpha1", "kind": "MPIJob", "spec": {"gpus": 8}})
 
 
+@pytest.mark.parametrize("version", ["kubeflow.org/v1", "kubeflow.org/v1alpha2"])
+def test_the_v1alpha1_shape_under_a_later_version_is_refused(version: str) -> None:
+    job = load(FIXTURES / "v1-in-v1alpha1-shape.yaml") | {"apiVersion": version}
+    with pytest.raises(ConvertError, match=f"v1alpha1 shape .* under apiVersion {version}"):
+        to_v2beta1(job)
+
+
+@pytest.mark.parametrize(
+    ("specs", "missing"),
+    [
+        ({}, "Launcher or Worker"),
+        ({"Launcher": {"replicas": 1}}, "Worker"),
+        ({"Worker": {"replicas": 1}}, "Launcher"),
+        ({"Worker": 5}, "Launcher or Worker"),
+    ],
+)
+@pytest.mark.parametrize("version", ["kubeflow.org/v1", "kubeflow.org/v2beta1"])
+def test_convert_never_returns_a_job_without_launcher_and_worker(
+    specs: dict[str, Any], missing: str, version: str
+) -> None:
+    job = {
+        "apiVersion": version,
+        "kind": "MPIJob",
+        "metadata": {"name": "a"},
+        "spec": {"mpiReplicaSpecs": specs},
+    }
+    with pytest.raises(ConvertError, match=f"no {missing} in spec.mpiReplicaSpecs"):
+        to_v2beta1(job)
+    with pytest.raises(ConvertError, match=f"no {missing} in spec.mpiReplicaSpecs"):
+        to_trainjob(job, "mpi-distributed")
+
+
+def test_early_v2beta1_spec_level_fields_move_into_run_policy() -> None:
+    result = to_v2beta1(load(FIXTURES / "v2beta1-spec-level-clean-pod-policy.yaml"))
+    assert result.obj["spec"]["runPolicy"] == {"backoffLimit": 2, "cleanPodPolicy": "Running"}
+    assert {"cleanPodPolicy", "backoffLimit"}.isdisjoint(result.obj["spec"])
+    assert result.notes == [
+        "spec.cleanPodPolicy: moved to spec.runPolicy.cleanPodPolicy (v2beta1 has it there only)",
+        "spec.backoffLimit: 0 dropped, runPolicy.backoffLimit 2 takes precedence",
+    ]
+    assert lint_manifest(result.obj) == []
+
+
 def test_spec_level_fields_yield_to_run_policy() -> None:
     job = load(FIXTURES / "v1-tensorflow-benchmarks.yaml")
     job["spec"]["runPolicy"] = {"cleanPodPolicy": "All"}

@@ -15,7 +15,7 @@ import pytest
 import yaml
 
 from app.api import names
-from app.api.lint import IGNORE_ANNOTATION, RULES, Rule, Severity, lint, lint_manifest
+from app.api.lint import IGNORE_ANNOTATION, RULES, SEVERITIES, Rule, Severity, lint, lint_manifest
 from app.api.types import MPIJob
 from tests import test_crd
 from tests.test_crd import CRD_FILE, INVALID, VALID, pi
@@ -97,6 +97,10 @@ CASES: dict[str, tuple[Callable[[], Job], Callable[[], Job]]] = {
             (f"{LC}.command", ["mpirun", "-np", "4", "/pi"]),
         ),
     ),
+    Rule.GPUS_AT_POD_LEVEL: (
+        edit((f"{WORKER}.template.spec.resources", {"limits": {"nvidia.com/gpu": 1}})),
+        edit((f"{WORKER}.template.spec.resources", {"limits": {"cpu": "4", "memory": "8Gi"}})),
+    ),
     Rule.LAUNCHER_GPUS_HIDDEN: (
         edit((f"{LC}.resources", GPU2)),
         edit((f"{LC}.resources", {"limits": {"cpu": "1"}})),
@@ -139,6 +143,12 @@ CASES: dict[str, tuple[Callable[[], Job], Callable[[], Job]]] = {
         edit(("spec.sshAuthMountPath", None)),
         edit(("spec.sshAuthMountPath", "/home/mpiuser/.ssh")),
     ),
+    Rule.SSH_PATH_FOR_ROOT: (
+        edit((f"{LC}.securityContext", None), (f"{WC}.securityContext", None)),
+        edit(
+            (f"{LC}.securityContext", None), (f"{WC}.securityContext", None), ("spec.sshAuthMountPath", None)
+        ),
+    ),
     Rule.FAILURE_POLICY_UNSEEN: (
         edit(("spec.failurePolicy", {"maxRestarts": 2}), (f"{WORKER}.restartPolicy", "OnFailure")),
         edit(("spec.failurePolicy", {"maxRestarts": 2}), (f"{WORKER}.restartPolicy", "Never")),
@@ -164,7 +174,7 @@ def test_the_pi_example_is_clean() -> None:
 
 
 def test_every_rule_has_cases() -> None:
-    assert set(CASES) == set(RULES) == {r.value for r in Rule}
+    assert set(CASES) == set(RULES) == set(SEVERITIES) == {r.value for r in Rule}
 
 
 @pytest.mark.parametrize("rule", list(CASES), ids=[str(r) for r in CASES])
@@ -175,6 +185,7 @@ def test_rule_trips(rule: str) -> None:
     for finding in findings:
         assert finding.path and finding.message and finding.fix
         assert "\n" not in finding.message
+        assert finding.severity is SEVERITIES[rule]  # the registry's severity is the one reported
 
 
 @pytest.mark.parametrize("rule", list(CASES), ids=[str(r) for r in CASES])
@@ -354,3 +365,117 @@ def test_an_unknown_api_version_is_rejected() -> None:
     [finding] = lint_manifest(edit(("apiVersion", "kubeflow.org/v3"))())
     assert (finding.rule, finding.path) == (Rule.CRD_REJECTED, "apiVersion")
     assert finding.message == 'no matches for kind "MPIJob" in version "kubeflow.org/v3"'
+
+
+# --- GPUs at pod level (template.spec.resources) ------------------------------------------------------------
+
+POD_RESOURCES = f"{WORKER}.template.spec.resources"
+
+
+def _findings(job: Job, rule: str) -> list[Any]:
+    return [f for f in lint_manifest(job) if f.rule == rule]
+
+
+def test_pod_level_gpus_count_against_slots_and_say_so() -> None:
+    """Upstream's v1alpha2 tensorflow-benchmarks-custom shape: the GPU limits one level too high."""
+    job = edit((POD_RESOURCES, {"limits": {"nvidia.com/gpu": 4}}))()
+    [mismatch] = _findings(job, Rule.GPU_SLOTS_MISMATCH)
+    assert "requests 4 GPUs (counting the 4 at pod level) but has 1 slot" in mismatch.message
+    [pod_level] = _findings(job, Rule.GPUS_AT_POD_LEVEL)
+    assert pod_level.severity is Severity.ERROR
+    assert pod_level.path == f"{POD_RESOURCES}.limits"
+    assert "cpu, memory and hugepages only" in pod_level.message
+    assert "containers[0].resources.limits" in pod_level.fix
+
+
+def test_pod_level_gpus_equal_to_slots_are_no_mismatch_but_still_an_error() -> None:
+    job = edit((POD_RESOURCES, {"requests": {"gpu.intel.com/i915": 1}}))()
+    assert _findings(job, Rule.GPU_SLOTS_MISMATCH) == []
+    [pod_level] = _findings(job, Rule.GPUS_AT_POD_LEVEL)
+    assert pod_level.path == f"{POD_RESOURCES}.requests"
+
+
+def test_pod_level_gpus_take_precedence_over_the_containers() -> None:
+    job = edit((POD_RESOURCES, {"limits": {"nvidia.com/gpu": 2}}), (f"{WC}.resources", GPU2))()
+    job["spec"]["slotsPerWorker"] = 2
+    assert _findings(job, Rule.GPU_SLOTS_MISMATCH) == []  # 2, not 2 + 2
+
+
+def test_every_gpu_rule_counts_pod_level_gpus() -> None:
+    job = edit(
+        (f"{LAUNCHER}.template.spec.resources", {"limits": {"nvidia.com/gpu": 1}}),
+        (POD_RESOURCES, {"limits": {"amd.com/gpu": 1}}),
+        ("spec.runPolicy.cleanPodPolicy", None),
+    )()
+    for rule in (Rule.LAUNCHER_GPUS_HIDDEN, Rule.GPUS_HELD_AFTER_FINISH):
+        [finding] = _findings(job, rule)
+        assert "counting the 1 at pod level" in finding.message
+    assert len(_findings(job, Rule.GPUS_AT_POD_LEVEL)) == 2  # launcher and worker
+
+
+# --- a user's ~/.ssh for containers that run as root -----------------------------------------------------
+
+
+def test_a_home_ssh_path_with_root_containers_names_the_launcher_and_mpirun() -> None:
+    [finding] = _findings(CASES[Rule.SSH_PATH_FOR_ROOT][0](), Rule.SSH_PATH_FOR_ROOT)
+    assert finding.path == "spec.sshAuthMountPath"
+    assert "mounted at /home/mpiuser/.ssh, but the launcher runs as root (no runAsUser" in finding.message
+    assert "mpirun refuses to run as root" in finding.message
+    assert "runAsUser: 1000" in finding.fix
+
+
+@pytest.mark.parametrize(
+    ("launcher", "worker", "pod", "implementation", "expected"),
+    [
+        ({"runAsUser": 1000}, {"runAsUser": 0}, None, "OpenMPI", "the worker runs as root (runAsUser: 0)"),
+        ({"runAsUser": 1000}, None, None, "OpenMPI", "the worker runs as root (no runAsUser"),
+        (None, None, {"runAsUser": 1000}, "OpenMPI", None),  # the pod's user counts
+        ({"runAsNonRoot": True}, {"runAsNonRoot": True}, None, "OpenMPI", None),  # the image's non-root user
+        (None, {"runAsUser": 1000}, None, "Intel", "the launcher runs as root"),
+    ],
+)
+def test_which_container_runs_as_root(
+    launcher: Any, worker: Any, pod: Any, implementation: str, expected: str | None
+) -> None:
+    job = edit(
+        (f"{LC}.securityContext", launcher),
+        (f"{WC}.securityContext", worker),
+        (f"{WORKER}.template.spec.securityContext", pod),
+        (f"{LAUNCHER}.template.spec.securityContext", pod),
+        ("spec.mpiImplementation", implementation),
+    )()
+    findings = _findings(job, Rule.SSH_PATH_FOR_ROOT)
+    if expected is None:
+        assert findings == []
+    else:
+        [finding] = findings
+        assert expected in finding.message
+        assert ("mpirun refuses" in finding.message) == (
+            implementation == "OpenMPI" and "launcher" in expected
+        )
+
+
+# --- counts in words ---------------------------------------------------------------------------------------
+
+
+def test_counts_of_one_are_singular() -> None:
+    job = edit(
+        (f"{WORKER}.replicas", 2),
+        ("spec.slotsPerWorker", 1),
+        (f"{LC}.command", ["mpirun", "-n", "1", "./a"]),
+        (f"{WC}.resources", {"limits": {"nvidia.com/gpu": 1}}),
+    )()
+    job["spec"]["slotsPerWorker"] = 2
+    [np] = _findings(job, Rule.NP_MISMATCH)
+    assert "starts 1 process but the hostfile has 4 slots (slotsPerWorker 2 x 2 workers): 3 slots stay" in (
+        np.message
+    )
+    assert np.fix.endswith("so that the hostfile has 1 slot")
+    [gpus] = _findings(job, Rule.GPU_SLOTS_MISMATCH)
+    assert "requests 1 GPU but has 2 slots" in gpus.message
+    job = edit((f"{WORKER}.replicas", 1), (f"{LC}.command", ["mpirun", "-n", "2", "./a"]))()
+    [np] = _findings(job, Rule.NP_MISMATCH)
+    assert "starts 2 processes but the hostfile has 1 slot (slotsPerWorker 1 x 1 worker)" in np.message
+    job = edit((f"{WORKER}.replicas", 3), (f"{LC}.command", ["mpirun", "-n", "2", "./a"]))()
+    [np] = _findings(job, Rule.NP_MISMATCH)
+    assert np.message.endswith(": 1 slot stays idle")

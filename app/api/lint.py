@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable, Iterator, Mapping
+from dataclasses import dataclass
 from enum import StrEnum
 from typing import Any
 
@@ -25,10 +26,10 @@ from app.api.defaults import (
     Job,
     with_defaults,
 )
-from app.api.lint_types import Finding, Severity
+from app.api.lint_types import Finding, Severity, plural
 from app.api.types import API_VERSION, KIND, MPIImplementation, MPIJob, ReplicaType
 
-__all__ = ["IGNORE_ANNOTATION", "RULES", "Finding", "Rule", "Severity", "lint", "lint_manifest"]
+__all__ = ["IGNORE_ANNOTATION", "RULES", "SEVERITIES", "Finding", "Rule", "Severity", "lint", "lint_manifest"]
 
 IGNORE_ANNOTATION = "mpijob-lint/ignore"
 OLD_API_VERSIONS = ("kubeflow.org/v1alpha1", "kubeflow.org/v1alpha2", "kubeflow.org/v1")
@@ -45,6 +46,7 @@ class Rule(StrEnum):
     SLOTS_IN_REPLICA_SPEC = "slots-in-replica-spec"
     NP_MISMATCH = "np-mismatch"
     GPU_SLOTS_MISMATCH = "gpu-slots-mismatch"
+    GPUS_AT_POD_LEVEL = "gpus-at-pod-level"
     LAUNCHER_GPUS_HIDDEN = "launcher-gpus-hidden"
     GPUS_HELD_AFTER_FINISH = "gpus-held-after-finish"
     ORTE_ONLY_SETTINGS = "orte-only-settings"
@@ -52,6 +54,7 @@ class Rule(StrEnum):
     WORKER_COMMAND = "worker-command"
     HOSTNETWORK_PORT_CLASH = "hostnetwork-port-clash"
     SSH_PATH_FOR_NON_ROOT = "ssh-path-for-non-root"
+    SSH_PATH_FOR_ROOT = "ssh-path-for-root"
     FAILURE_POLICY_UNSEEN = "failure-policy-unseen"
     FAILURE_RULE_UNREACHABLE = "failure-rule-unreachable"
 
@@ -67,7 +70,10 @@ RULES: dict[str, str] = {
     Rule.OLD_API_VERSION: "kubeflow.org/v1alpha1, v1alpha2 or v1: not served by this CRD",
     Rule.SLOTS_IN_REPLICA_SPEC: "slotsPerWorker written inside a replica spec, where it is pruned",
     Rule.NP_MISMATCH: "mpirun -np differs from the hostfile's slots (slotsPerWorker x workers)",
-    Rule.GPU_SLOTS_MISMATCH: "GPUs per worker differ from slotsPerWorker",
+    Rule.GPU_SLOTS_MISMATCH: "GPUs per worker (pod-level ones counted) differ from slotsPerWorker",
+    Rule.GPUS_AT_POD_LEVEL: (
+        "GPUs in a pod template's spec.resources: pod-level resources take only cpu, memory and hugepages"
+    ),
     Rule.LAUNCHER_GPUS_HIDDEN: "the launcher requests GPUs it cannot see (runLauncherAsWorker is off)",
     Rule.GPUS_HELD_AFTER_FINISH: "cleanPodPolicy unset: finished jobs keep their GPU workers",
     Rule.ORTE_ONLY_SETTINGS: "OMPI_MCA_orte_* settings without PRRTE equivalents: Open MPI 5 ignores them",
@@ -77,6 +83,9 @@ RULES: dict[str, str] = {
     Rule.SSH_PATH_FOR_NON_ROOT: (
         f"the SSH key goes to {DEFAULT_SSH_AUTH_MOUNT_PATH} but the containers run as another user"
     ),
+    Rule.SSH_PATH_FOR_ROOT: (
+        f"the SSH key goes to a path other than {DEFAULT_SSH_AUTH_MOUNT_PATH} but the containers run as root"
+    ),
     Rule.FAILURE_POLICY_UNSEEN: (
         "a failure policy with workers whose restartPolicy is OnFailure: their containers restart in place,"
         " so the policy never sees a worker fail"
@@ -84,6 +93,15 @@ RULES: dict[str, str] = {
     Rule.FAILURE_RULE_UNREACHABLE: (
         "a failure policy rule after one that already matches every failure it could"
     ),
+}
+
+_ERROR_RULES = frozenset({
+    Rule.INVALID, Rule.CRD_REJECTED, Rule.UNKNOWN_FIELD, Rule.NAME_TOO_LONG, Rule.OLD_API_VERSION,
+    Rule.SLOTS_IN_REPLICA_SPEC, Rule.GPUS_AT_POD_LEVEL,
+})  # fmt: skip
+# The severity each rule reports (launcher-command: info instead when the launcher sets no command at all).
+SEVERITIES: dict[str, Severity] = {
+    rule: Severity.ERROR if rule in _ERROR_RULES else Severity.WARNING for rule in Rule
 }
 
 LAUNCHER = f"spec.mpiReplicaSpecs.{ReplicaType.LAUNCHER.value}"
@@ -189,7 +207,7 @@ def _np_mismatch(job: Job) -> Iterator[Finding]:
         launch = cmd.find_launch(container)
         if launch is None or launch.processes is None or launch.processes == total:
             continue
-        how = f"slotsPerWorker {slots} x {workers} workers"
+        how = f"slotsPerWorker {slots} x {plural(workers, 'worker')}"
         if job.run_launcher_as_worker:
             how += f" + {slots} on the launcher (runLauncherAsWorker)"
         if launch.processes > total:
@@ -199,29 +217,60 @@ def _np_mismatch(job: Job) -> Iterator[Finding]:
                 else "Open MPI refuses to start (not enough slots); other MPIs oversubscribe"
             )
         else:
-            effect = f"{total - launch.processes} slots stay idle"
+            idle = total - launch.processes
+            effect = f"{plural(idle, 'slot')} {'stays' if idle == 1 else 'stay'} idle"
         yield Finding(
             Rule.NP_MISMATCH,
             Severity.WARNING,
             f"{LAUNCHER}.template.spec.containers[{index}].{launch.field}",
-            f"{launch.program} {launch.flag} {launch.processes} starts {launch.processes} processes but the"
-            f" hostfile has {total} slots ({how}): {effect}",
+            f"{launch.program} {launch.flag} {launch.processes} starts"
+            f" {plural(launch.processes, 'process', 'processes')} but the hostfile has"
+            f" {plural(total, 'slot')} ({how}): {effect}",
             f"use {launch.flag} {total}, or change slotsPerWorker or Worker replicas"
-            f" so that the hostfile has {launch.processes} slots",
+            f" so that the hostfile has {plural(launch.processes, 'slot')}",
         )
 
 
-def _gpus(containers: list[dict[str, Any]]) -> int:
+@dataclass(frozen=True, slots=True)
+class _GPUs:
+    """The GPUs a replica's pod template asks for: in total, and how many of them at pod level."""
+
+    total: int
+    at_pod_level: int
+    pod_level_path: str  # where the pod-level ones are written, e.g. spec.mpiReplicaSpecs.Worker...limits
+
+    def __bool__(self) -> bool:
+        return self.total > 0
+
+    @property
+    def counted(self) -> str:
+        """``4 GPUs``, saying when pod-level ones are among them."""
+        text = plural(self.total, "GPU")
+        if self.at_pod_level:
+            text += f" (counting the {self.at_pod_level} at pod level)"
+        return text
+
+
+def _gpu_amount(resources: Any) -> tuple[int, str]:
+    """GPUs in a ``resources`` object (limits, else requests), and which of the two held them."""
+    if not isinstance(resources, Mapping):
+        return 0, ""
+    which = "limits" if resources.get("limits") else "requests"
+    amounts = resources.get(which) or {}
     total = 0
-    for container in containers:
-        resources = container.get("resources")
-        if not isinstance(resources, Mapping):
-            continue
-        amounts = resources.get("limits") or resources.get("requests") or {}
-        for name, value in amounts.items() if isinstance(amounts, Mapping) else ():
-            if _GPU_RESOURCE.search(str(name)):
-                total += _whole(value)
-    return total
+    for name, value in amounts.items() if isinstance(amounts, Mapping) else ():
+        if _GPU_RESOURCE.search(str(name)):
+            total += _whole(value)
+    return total, which
+
+
+def _gpus(job: Job, kind: ReplicaType) -> _GPUs:
+    """The pod's GPUs as the user asked: pod-level amounts take precedence over the containers' sum, as
+    Kubernetes does for the resources it supports at pod level."""
+    in_containers = sum(_gpu_amount(c.get("resources"))[0] for c in _containers(job, kind))
+    at_pod_level, which = _gpu_amount(_pod_spec(job, kind).get("resources"))
+    path = f"spec.mpiReplicaSpecs.{kind.value}.template.spec.resources.{which}"
+    return _GPUs(at_pod_level or in_containers, at_pod_level, path)
 
 
 def _whole(value: Any) -> int:
@@ -235,41 +284,59 @@ def _gpu_slots_mismatch(job: Job) -> Iterator[Finding]:
     slots = job.slots_per_worker
     kinds = [ReplicaType.WORKER] + ([ReplicaType.LAUNCHER] if job.run_launcher_as_worker else [])
     for kind in kinds:
-        gpus = _gpus(_containers(job, kind))
-        if gpus and gpus != slots:
+        gpus = _gpus(job, kind)
+        if gpus and gpus.total != slots:
             yield Finding(
                 Rule.GPU_SLOTS_MISMATCH,
                 Severity.WARNING,
                 "spec.slotsPerWorker",
-                f"each {kind.value.lower()} gets {gpus} GPUs but {slots} slots: "
-                + ("GPUs stay idle" if gpus > slots else "ranks share GPUs"),
-                f"set spec.slotsPerWorker: {gpus} (one rank per GPU) and mpirun -np to {gpus} x the number of"
-                " workers",
+                f"each {kind.value.lower()} requests {gpus.counted} but has {plural(slots, 'slot')}: "
+                + ("GPUs stay idle" if gpus.total > slots else "ranks share GPUs"),
+                f"set spec.slotsPerWorker: {gpus.total} (one rank per GPU) and mpirun -np to {gpus.total} x"
+                " the number of workers",
+            )
+
+
+def _gpus_at_pod_level(job: Job) -> Iterator[Finding]:
+    for kind in ReplicaType:
+        gpus = _gpus(job, kind)
+        if gpus.at_pod_level:
+            yield Finding(
+                Rule.GPUS_AT_POD_LEVEL,
+                Severity.ERROR,
+                gpus.pod_level_path,
+                f"the {kind.value.lower()} asks for {plural(gpus.at_pod_level, 'GPU')} in its pod-level"
+                " resources (template.spec.resources), which Kubernetes supports for cpu, memory and"
+                " hugepages only: the API server rejects the Pods (Kubernetes 1.34 and later: Unsupported"
+                " value), or drops the field where pod-level resources are off, so the pods get no GPU",
+                "move the GPU limits into the resources of the container that uses them:"
+                f" spec.mpiReplicaSpecs.{kind.value}.template.spec.containers[0].resources.limits",
             )
 
 
 def _launcher_gpus_hidden(job: Job) -> Iterator[Finding]:
-    gpus = _gpus(_containers(job, ReplicaType.LAUNCHER))
+    gpus = _gpus(job, ReplicaType.LAUNCHER)
     if gpus and not job.run_launcher_as_worker:
         yield Finding(
             Rule.LAUNCHER_GPUS_HIDDEN,
             Severity.WARNING,
             f"{LAUNCHER}.template.spec.containers",
-            f"the launcher requests {gpus} GPUs, but without runLauncherAsWorker it runs no ranks and its"
-            " GPUs are hidden (NVIDIA_VISIBLE_DEVICES is emptied): they stay idle",
+            f"the launcher requests {gpus.counted}, but without runLauncherAsWorker it runs no ranks and"
+            " its GPUs are hidden (NVIDIA_VISIBLE_DEVICES is emptied): they stay idle",
             "remove the GPU limits from the launcher, or set spec.runLauncherAsWorker: true",
         )
 
 
 def _gpus_held_after_finish(job: Job) -> Iterator[Finding]:
     # Unset as written (``run_policy`` is not defaulted): the default None is the mistake to point at.
-    if job.run_policy.clean_pod_policy is None and _gpus(_containers(job, ReplicaType.WORKER)):
+    gpus = _gpus(job, ReplicaType.WORKER)
+    if job.run_policy.clean_pod_policy is None and gpus:
         yield Finding(
             Rule.GPUS_HELD_AFTER_FINISH,
             Severity.WARNING,
             "spec.runPolicy.cleanPodPolicy",
             "cleanPodPolicy is unset, so it is None: when the job finishes its workers keep running sshd"
-            " and keep their GPUs until the MPIJob is deleted",
+            f" and keep their {gpus.counted} each until the MPIJob is deleted",
             "set spec.runPolicy.cleanPodPolicy: Running (or All)",
         )
 
@@ -359,8 +426,8 @@ def _hostnetwork_port_clash(job: Job) -> Iterator[Finding]:
         Rule.HOSTNETWORK_PORT_CLASH,
         Severity.WARNING,
         f"{WORKER}.template.spec.hostNetwork",
-        f"{pods} pods use the host's network, and nothing keeps two of them off the same node: the second"
-        " sshd (and any other port) fails to bind there",
+        f"{plural(pods, 'pod')} use the host's network, and nothing keeps two of them off the same node: the"
+        " second sshd (and any other port) fails to bind there",
         "add a required podAntiAffinity on topologyKey kubernetes.io/hostname for the job's pods, or a"
         " topologySpreadConstraint (maxSkew 1, whenUnsatisfiable DoNotSchedule, topologyKey"
         " kubernetes.io/hostname)",
@@ -413,6 +480,51 @@ def _ssh_path_for_non_root(job: Job) -> Iterator[Finding]:
             return
 
 
+def _as_root(job: Job, kind: ReplicaType, container: Mapping[str, Any]) -> str | None:
+    """Why the container runs as root, or None when it does not (or lint cannot tell: runAsNonRoot)."""
+    user = _run_as_user(job, kind, container)
+    if user == 0:
+        return "runAsUser: 0"
+    if user is not None:
+        return None
+    for context in (container.get("securityContext"), _pod_spec(job, kind).get("securityContext")):
+        if isinstance(context, Mapping) and context.get("runAsNonRoot") is True:
+            return None
+    return (
+        "no runAsUser in its container or pod securityContext: the image's user, root in mpioperator's images"
+    )
+
+
+def _ssh_path_for_root(job: Job) -> Iterator[Finding]:
+    """The converse of ssh-path-for-non-root: a user's ~/.ssh, but ssh (launcher) or sshd (workers) run as
+    root and look in /root/.ssh. Only the first container of each: it runs mpirun, or sshd."""
+    path = job.ssh_auth_mount_path
+    if path == DEFAULT_SSH_AUTH_MOUNT_PATH:
+        return
+    for kind in (ReplicaType.LAUNCHER, ReplicaType.WORKER):
+        containers = _containers(job, kind)
+        why = _as_root(job, kind, containers[0]) if containers else None
+        if why is None:
+            continue
+        refuses = (
+            "; and Open MPI's mpirun refuses to run as root"
+            if job.mpi_implementation == MPIImplementation.OPENMPI and kind is ReplicaType.LAUNCHER
+            else ""
+        )
+        yield Finding(
+            Rule.SSH_PATH_FOR_ROOT,
+            Severity.WARNING,
+            "spec.sshAuthMountPath",
+            f"the SSH key is mounted at {path}, but the {kind.value.lower()} runs as root ({why}):"
+            f" root's ssh and sshd use {DEFAULT_SSH_AUTH_MOUNT_PATH}, so the workers refuse the launcher"
+            f" ('Permission denied (publickey)'){refuses}",
+            f"run the containers as the user whose ~/.ssh {path} is (securityContext.runAsUser: 1000 for"
+            " mpioperator's images, with a non-root sshd as in examples/pi/pi.yaml), or leave"
+            f" sshAuthMountPath out ({DEFAULT_SSH_AUTH_MOUNT_PATH}) for images that run as root",
+        )
+        return
+
+
 def _failure_policy_unseen(job: Job) -> Iterator[Finding]:
     if job.failure_policy is not None and job.worker is not None and job.worker.restart_policy == "OnFailure":
         yield Finding(
@@ -451,6 +563,7 @@ def _failure_rule_unreachable(job: Job) -> Iterator[Finding]:
 _CHECKS: tuple[Callable[[Job], Iterator[Finding]], ...] = (
     _np_mismatch,
     _gpu_slots_mismatch,
+    _gpus_at_pod_level,
     _launcher_gpus_hidden,
     _gpus_held_after_finish,
     _orte_only_settings,
@@ -458,6 +571,7 @@ _CHECKS: tuple[Callable[[Job], Iterator[Finding]], ...] = (
     _worker_command,
     _hostnetwork_port_clash,
     _ssh_path_for_non_root,
+    _ssh_path_for_root,
     _failure_policy_unseen,
     _failure_rule_unreachable,
 )

@@ -33,3 +33,8 @@ class Finding:
             "message": self.message,
             "fix": self.fix,
         }
+
+
+def plural(count: int, noun: str, many: str | None = None) -> str:
+    """``1 slot``, ``2 slots``, ``1 process``: every count a lint message prints goes through here."""
+    return f"{count} {noun if count == 1 else many or noun + 's'}"

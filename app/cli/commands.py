@@ -18,7 +18,7 @@ from typing import Any
 import orjson
 import yaml
 
-from app.api.lint import RULES, Finding, Severity, lint_manifest
+from app.api.lint import RULES, SEVERITIES, Finding, Severity, lint_manifest
 from app.api.types import API_VERSION, KIND
 from app.cli.exits import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
 from app.cli.yamlio import Document, InputError, dump_all, load_documents, read_text, source_name
@@ -109,34 +109,67 @@ def _controller(gang_scheduling: str) -> dict[str, Any]:
     return {"spec": {"childResources": [{"apiVersion": scheduler.api_version, "resource": PODGROUPS}]}}
 
 
-def _first_sync(job: dict[str, Any], settings: Any, namespace: str | None) -> Any:
-    """The hook's answer to Metacontroller's first request about this job (no children exist yet)."""
+def _sync(job: dict[str, Any], settings: Any, children: dict[str, dict[str, Any]]) -> Any:
     from app.core.sync import sync
     from app.kube.request import decode_request
 
+    controller = _controller(settings.gang_scheduling)
+    body = orjson.dumps({"controller": controller, "parent": job, "children": children, "related": {}})
+    return sync(
+        decode_request(body), now=datetime.now(UTC), keys=settings.key_source(), config=settings.sync_config
+    )
+
+
+def _first_sync(job: dict[str, Any], settings: Any, namespace: str | None) -> Any:
+    """The hook's answer to Metacontroller's first request about this job (no children exist yet)."""
     job = dict(job)
     metadata = dict(job["metadata"]) if isinstance(job.get("metadata"), dict) else {}
     metadata["namespace"] = metadata.get("namespace") or namespace or "default"
     metadata.setdefault("uid", str(uuid.uuid4()))
     metadata.setdefault("generation", 1)
     job["metadata"] = metadata
-    controller = _controller(settings.gang_scheduling)
-    body = orjson.dumps({"controller": controller, "parent": job, "children": {}, "related": {}})
-    return sync(
-        decode_request(body), now=datetime.now(UTC), keys=settings.key_source(), config=settings.sync_config
-    )
+    first = _sync(job, settings, {})
+    return first, job
+
+
+def _once_workers_ready(job: dict[str, Any], first: Any, settings: Any) -> Any:
+    """The sync after the first one's children exist and every worker Pod is Ready: what a
+    ``WaitForWorkersReady`` job has once its launcher is created."""
+    children: dict[str, dict[str, Any]] = {}
+    for child in first.children:
+        child = dict(child)
+        if child.get("kind") == "Pod":
+            child["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+        metadata = child.get("metadata") or {}
+        key = f"{child.get('kind')}.{child.get('apiVersion')}"
+        children.setdefault(key, {})[f"{metadata.get('namespace')}/{metadata.get('name')}"] = child
+    return _sync({**job, "status": first.status}, settings, children)
+
+
+def _launcher_waits(result: Any) -> bool:
+    """Workers but no launcher Job: a valid ``WaitForWorkersReady`` job before its workers are Ready (a
+    suspended job has neither, an ``AtStartup`` one both)."""
+    kinds = {child.get("kind") for child in result.children}
+    return "Pod" in kinds and "Job" not in kinds
 
 
 def _render_job(doc: Document, settings: Any, args: argparse.Namespace) -> tuple[str, bool]:
     from app.kube.request import RequestError
 
     try:
-        result = _first_sync(doc.data, settings, args.namespace)
+        result, job = _first_sync(doc.data, settings, args.namespace)
+        if _launcher_waits(result) and args.workers_ready:
+            result = _once_workers_ready(job, result, settings)
     except RequestError as err:
         _error(f"{doc.source}: MPIJob {_name(doc.data)}: {err}")
         return "", False
     from app.core.sync import Outcome
 
+    if _launcher_waits(result):
+        _error(
+            f"{doc.source}: MPIJob {_name(doc.data)}: no launcher Job yet: launcherCreationPolicy"
+            " WaitForWorkersReady creates it once every worker Pod is Ready; --workers-ready renders it"
+        )
     conditions = result.status.get("conditions") or []
     invalid = result.outcome == Outcome.INVALID
     if invalid:
@@ -166,28 +199,26 @@ _COLOURS = {Severity.ERROR: "31", Severity.WARNING: "33", Severity.INFO: "36"}
 def lint(args: argparse.Namespace) -> int:
     if args.list_rules:
         for rule, description in RULES.items():
-            print(f"{rule:24} {description}")
+            print(f"{rule:26} {SEVERITIES[rule].value:8} {description}")
         return EXIT_OK
     if not args.files:
         _error("lint: give at least one FILE (- for standard input)")
         return EXIT_UNUSABLE
-    results: list[tuple[Document, Finding]] = []
-    unusable, jobs = False, 0
+    jobs: list[Document] = []
+    unusable = False
     for path in args.files:
         try:
-            documents = _mpijobs(_documents(path), source_name(path), "linted")
+            jobs += _mpijobs(_documents(path), source_name(path), "linted")
         except InputError as err:
             _error(str(err))
             unusable = True
-            continue
-        jobs += len(documents)
-        results += [(doc, finding) for doc in documents for finding in lint_manifest(doc.data)]
-    if args.output == "json":
-        print(json.dumps({"jobs": jobs, "findings": [_as_json(d, f) for d, f in results]}, indent=2))
-    else:
-        _print_text(results, jobs)
-    if unusable:
+    if unusable:  # only the errors: a summary of the other files would read as a verdict on this one
         return EXIT_UNUSABLE
+    results = [(doc, finding) for doc in jobs for finding in lint_manifest(doc.data)]
+    if args.output == "json":
+        print(json.dumps({"jobs": len(jobs), "findings": [_as_json(d, f) for d, f in results]}, indent=2))
+    else:
+        _print_text(results, len(jobs))
     threshold = None if args.fail_on == "never" else Severity(args.fail_on).rank
     failing = threshold is not None and any(f.severity.rank >= threshold for _, f in results)
     return EXIT_FINDINGS if failing else EXIT_OK

@@ -1,4 +1,5 @@
-"""The ``mpijob`` command: ``serve`` the hook; ``render``, ``lint`` and ``convert`` MPIJob manifests offline.
+"""The ``mpijob`` command: ``serve`` the hook; ``render``, ``lint`` and ``convert`` MPIJob manifests offline;
+``replay`` recorded hook requests against a hook.
 
 Conventions for every subcommand: ``-`` reads standard input; a YAML error names FILE:LINE:COLUMN; there is
 never a traceback (an unexpected failure is one line and exit code 3); colour only on a terminal (and never
@@ -10,20 +11,37 @@ job), 2 unusable input or settings. Formatting lives here; decisions live in ``a
 from __future__ import annotations
 
 import argparse
+import ipaddress
+import socket
 import sys
 from collections.abc import Callable
+from importlib import metadata
 from typing import Any
 
 from app.cli import replay
-from app.cli.exits import EXIT_INTERNAL, EXIT_OK, EXIT_UNUSABLE
+from app.cli.exits import EXIT_CANNOT_SERVE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNUSABLE
+
+PACKAGE = "mpi-operator-hook"
+# uvicorn's exit code when it cannot start (bind failure); ``serve`` turns it into EXIT_CANNOT_SERVE.
+_UVICORN_STARTUP_FAILURE = 3
+
+
+def package_version() -> str:
+    """The installed package's version, from its metadata (pyproject.toml is the one place it is set)."""
+    try:
+        return metadata.version(PACKAGE)
+    except metadata.PackageNotFoundError:
+        return "unknown (not installed)"
 
 
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
         prog="mpijob",
         description="MPIJob (kubeflow.org/v2beta1) sync hook for Metacontroller, and MPIJob manifest tools.",
-        epilog="Exit codes: 0 ok, 1 findings or invalid job, 2 unusable input, 3 internal error.",
+        epilog="Exit codes: 0 ok, 1 findings or invalid job, 2 unusable input or arguments, 3 internal error,"
+        " 4 serve could not listen.",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
     commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
     _add_serve(commands)
     _add_render(commands)
@@ -39,9 +57,48 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="run the hook's HTTP server",
         description="Run the sync hook (settings: MPI_OPERATOR_*).",
     )
-    serve.add_argument("--host", default="0.0.0.0", help="address to bind (default 0.0.0.0)")
-    serve.add_argument("--port", type=int, default=8080, help="port (default 8080)")
-    serve.add_argument("--workers", type=int, default=1, help="uvicorn worker processes (default 1)")
+    serve.add_argument(
+        "--host", type=host_address, default="0.0.0.0", help="IP address or name to bind (default 0.0.0.0)"
+    )
+    serve.add_argument("--port", type=tcp_port, default=8080, help="TCP port, 1-65535 (default 8080)")
+    serve.add_argument("--workers", type=at_least_one, default=1, help="uvicorn worker processes (default 1)")
+
+
+def _whole_number(text: str) -> int:
+    try:
+        return int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a whole number") from None
+
+
+def tcp_port(text: str) -> int:
+    """A TCP port: argparse reports anything else as a usage error (exit 2) before anything starts."""
+    number = _whole_number(text)
+    if not 1 <= number <= 65535:
+        raise argparse.ArgumentTypeError(f"{number} is not a TCP port (1-65535)")
+    return number
+
+
+def at_least_one(text: str) -> int:
+    number = _whole_number(text)
+    if number < 1:
+        raise argparse.ArgumentTypeError(f"{number} is not at least 1")
+    return number
+
+
+def host_address(text: str) -> str:
+    """An IP address, or a name that resolves now (uvicorn would fail on it only after logging a start)."""
+    try:
+        ipaddress.ip_address(text)
+        return text
+    except ValueError:
+        pass
+    try:
+        socket.getaddrinfo(text, None)
+    except (OSError, UnicodeError):
+        message = f"{text[:80]!r} is neither an IP address nor a name that resolves"
+        raise argparse.ArgumentTypeError(message) from None
+    return text
 
 
 def _add_render(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -56,6 +113,11 @@ def _add_render(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     )
     render.add_argument(
         "--status", action="store_true", help="also print each job's status, as YAML comments"
+    )
+    render.add_argument(
+        "--workers-ready",
+        action="store_true",
+        help="render as the job will be once every worker is Ready (with a WaitForWorkersReady launcher)",
     )
     render.add_argument("-n", "--namespace", help="namespace for jobs that name none (default: default)")
     render.add_argument(
@@ -112,7 +174,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return _dispatch(args)
     except KeyboardInterrupt:
-        return 130
+        return EXIT_INTERRUPTED
     except BrokenPipeError:
         sys.stderr.close()  # the reader went away (e.g. `| head`): nothing left to say
         return EXIT_OK
@@ -154,8 +216,6 @@ def server_options(log_level: str) -> dict[str, Any]:
 
 
 def _serve(host: str, port: int, workers: int) -> int:
-    import uvicorn
-
     from app.server import logs
     from app.settings import SettingsError, load_settings
 
@@ -164,14 +224,31 @@ def _serve(host: str, port: int, workers: int) -> int:
     except SettingsError as err:
         print(f"mpijob: {err}", file=sys.stderr)
         return EXIT_UNUSABLE
+    if settings.metrics_port and workers != 1:
+        print("mpijob: MPI_OPERATOR_METRICS_PORT needs --workers 1 (a registry per process)", file=sys.stderr)
+        return EXIT_UNUSABLE
     logs.configure(settings.log_level, settings.log_format)
+    try:
+        _run_server(settings, host, port, workers)
+    except SystemExit as exit_:
+        if exit_.code != _UVICORN_STARTUP_FAILURE:
+            raise
+        print(f"mpijob: serve: cannot listen on {host}:{port} (the log above says why)", file=sys.stderr)
+        return EXIT_CANNOT_SERVE
+    except OSError as err:  # the metrics port (prometheus_client binds it before uvicorn starts)
+        where = f"{host}:{settings.metrics_port}"
+        print(f"mpijob: serve: cannot listen on {where} (metrics): {err.strerror}", file=sys.stderr)
+        return EXIT_CANNOT_SERVE
+    return EXIT_OK
+
+
+def _run_server(settings: Any, host: str, port: int, workers: int) -> None:
+    import uvicorn
+
     options = server_options(settings.log_level)
     if not settings.metrics_port:
         uvicorn.run("app.server.main:app", host=host, port=port, workers=workers, **options)
-        return EXIT_OK
-    if workers != 1:
-        print("mpijob: MPI_OPERATOR_METRICS_PORT needs --workers 1 (a registry per process)", file=sys.stderr)
-        return EXIT_UNUSABLE
+        return
     from prometheus_client import start_http_server
 
     from app.server.main import create_app, tune_gc
@@ -180,7 +257,6 @@ def _serve(host: str, port: int, workers: int) -> int:
     tune_gc()
     start_http_server(settings.metrics_port, host, registry=application.hook.metrics.registry)
     uvicorn.run(application, host=host, port=port, **options)
-    return EXIT_OK
 
 
 if __name__ == "__main__":

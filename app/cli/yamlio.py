@@ -1,7 +1,9 @@
 """Reading manifests for the ``mpijob`` command: files or standard input, every YAML document, line numbers.
 
 Errors become ``InputError`` with ``FILE:LINE:COLUMN`` and YAML's own short description, never a traceback.
-A ``kind: List`` document is unpacked into its items, as ``kubectl`` does.
+A key written twice in one mapping is an error too (PyYAML would keep the last silently; kubectl refuses it),
+which also catches manifests concatenated without ``---``. A ``kind: List`` document is unpacked into its
+items, as ``kubectl`` does.
 """
 
 from __future__ import annotations
@@ -18,6 +20,38 @@ MAX_BYTES = 64 * 1024 * 1024
 
 class InputError(Exception):
     """The input cannot be used at all (unreadable, not YAML, not an object): exit code 2."""
+
+
+class DuplicateKeyError(yaml.MarkedYAMLError):
+    """A mapping names the same key twice: which key, and both lines."""
+
+
+class UniqueKeyLoader(yaml.SafeLoader):
+    """``yaml.SafeLoader`` that refuses a key written twice in one mapping (merge keys ``<<`` may still be
+    overridden, as YAML intends)."""
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node)
+            first = seen.setdefault(key, key_node) if _hashable(key) else key_node
+            if first is not key_node:
+                raise DuplicateKeyError(
+                    problem=f'duplicate key "{str(key)[:64]}": first at line {first.start_mark.line + 1},'
+                    f" again at line {key_node.start_mark.line + 1}",
+                    problem_mark=key_node.start_mark,
+                )
+        return super().construct_mapping(node, deep=deep)
+
+
+def _hashable(value: Any) -> bool:
+    try:
+        hash(value)
+    except TypeError:
+        return False
+    return True
 
 
 @dataclass(frozen=True)
@@ -83,8 +117,8 @@ def read_text(path: str) -> str:
 def load_documents(text: str, source: str) -> list[Document]:
     """Every non-empty document; ``kind: List`` items become documents of their own."""
     try:
-        datas = list(yaml.safe_load_all(text))
-        nodes = list(yaml.compose_all(text, Loader=yaml.SafeLoader))
+        datas = list(yaml.load_all(text, Loader=UniqueKeyLoader))
+        nodes = list(yaml.compose_all(text, Loader=UniqueKeyLoader))
     except yaml.MarkedYAMLError as err:
         raise InputError(_yaml_error(err, source)) from None
     except yaml.YAMLError as err:

@@ -45,10 +45,12 @@ class Conversion:
 def to_v2beta1(doc: dict[str, Any]) -> Conversion:
     """An MPIJob of any version we read as v2beta1; a v2beta1 one comes back unchanged."""
     _check_mpijob(doc, (*OLD_VERSIONS, V2BETA1))
-    if doc["apiVersion"] == V2BETA1:
-        return Conversion(copy.deepcopy(doc))
-    notes: list[str] = []
     spec = as_object(doc.get("spec"))
+    if doc["apiVersion"] == V2BETA1:
+        _require_launcher_and_worker(spec)
+        return _moved_into_run_policy(doc)
+    _refuse_v1alpha1_shape(doc["apiVersion"], spec)
+    notes: list[str] = []
     out_spec: dict[str, Any] = {}
     if "slotsPerWorker" in spec:
         out_spec["slotsPerWorker"] = spec["slotsPerWorker"]
@@ -61,6 +63,7 @@ def to_v2beta1(doc: dict[str, Any]) -> Conversion:
     if implementation:
         out_spec["mpiImplementation"] = implementation
     out_spec["mpiReplicaSpecs"] = _replica_specs(spec, notes)
+    _require_launcher_and_worker(out_spec)
     _note_ignored(spec, notes)
     notes.append(
         "workers: the v1 operators reached workers with kubectl exec; v2beta1 uses SSH, so the worker image"
@@ -82,6 +85,55 @@ def _check_mpijob(doc: Any, versions: tuple[str, ...]) -> None:
                 if "v1alpha1" in str(doc.get("apiVersion"))
                 else ""
             )
+        )
+
+
+_V1ALPHA1_FIELDS = ("replicas", "template", "gpus", "processingUnits", "processingResourceType")
+
+
+_MOVED_TO_RUN_POLICY = ("cleanPodPolicy", "backoffLimit", "activeDeadlineSeconds")
+
+
+def _moved_into_run_policy(doc: dict[str, Any]) -> Conversion:
+    """A v2beta1 job as is, except the fields early v2beta1 examples still wrote at spec level: the CRD has
+    them in runPolicy only (kubectl apply rejects them at spec), so they move there unless runPolicy has its
+    own."""
+    job = copy.deepcopy(doc)
+    spec = as_object(job.get("spec"))
+    notes: list[str] = []
+    for key in (k for k in _MOVED_TO_RUN_POLICY if k in spec):
+        value = spec.pop(key)
+        policy = spec.setdefault("runPolicy", {})
+        if not isinstance(policy, dict):
+            notes.append(f"spec.{key}: {value!r} dropped (spec.runPolicy is not an object)")
+        elif key in policy:
+            notes.append(f"spec.{key}: {value!r} dropped, runPolicy.{key} {policy[key]!r} takes precedence")
+        else:
+            policy[key] = value
+            notes.append(f"spec.{key}: moved to spec.runPolicy.{key} (v2beta1 has it there only)")
+    return Conversion(job, notes)
+
+
+def _refuse_v1alpha1_shape(api_version: str, spec: dict[str, Any]) -> None:
+    """Old files put v1alpha1's one-template spec under a later apiVersion: nothing says which is the
+    launcher, so there is nothing to convert."""
+    found = [k for k in _V1ALPHA1_FIELDS if k in spec]
+    if found and "mpiReplicaSpecs" not in spec:
+        raise ConvertError(
+            f"spec has the v1alpha1 shape ({', '.join('spec.' + k for k in found)}, no spec.mpiReplicaSpecs)"
+            f" under apiVersion {api_version}: there is no Launcher or Worker to convert; rewrite it by hand"
+            " with spec.mpiReplicaSpecs.Launcher (runs mpirun) and spec.mpiReplicaSpecs.Worker (runs sshd)"
+        )
+
+
+def _require_launcher_and_worker(spec: dict[str, Any]) -> None:
+    """Convert never prints a job without both replica specs: it would be no job at all."""
+    specs = as_object(spec.get("mpiReplicaSpecs"))
+    missing = [kind for kind in _RESTART if not isinstance(specs.get(kind), dict)]
+    if missing:
+        raise ConvertError(
+            f"no {' or '.join(missing)} in spec.mpiReplicaSpecs: the result would not be a job; add"
+            f" {', '.join('spec.mpiReplicaSpecs.' + k for k in missing)} to the input"
         )
 
 
