@@ -719,7 +719,7 @@ def test_scale_up_and_down(update_golden: bool) -> None:
     # Still a mismatch, now the other way: the message follows, the transition time stays.
     assert_conditions(mc, {"Warning": ("True", "LintWarnings"), **RUNNING})
     warning = mc.status["conditions"][0]
-    assert "hostfile has 1 slots" in warning["message"]
+    assert "hostfile has 1 slot " in warning["message"]
     assert (warning["lastTransitionTime"], warning["lastUpdateTime"]) == (at(20), at(40))
 
 

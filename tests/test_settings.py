@@ -17,6 +17,7 @@ import pytest
 
 from app.kube.keys import MIN_SEED_BYTES, SeededKeys, random_keys
 from app.settings import Settings, SettingsError, load_settings
+from tests.e2e.processes import free_port
 
 ROOT = Path(__file__).resolve().parents[1]
 DOMAIN = "MPI_OPERATOR_CLUSTER_DOMAIN"
@@ -188,7 +189,7 @@ def test_serve_with_a_bad_setting_exits_with_a_clear_message(name: str, value: s
     env[name] = value
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "app.cli.main", "serve", "--port", "0"],
+        [sys.executable, "-m", "app.cli.main", "serve", "--port", str(free_port())],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -14,7 +14,14 @@ CHILD_KINDS = ("pods", "jobs", "services", "secrets", "configmaps")
 
 
 def _template(container: dict[str, Any]) -> dict[str, Any]:
-    return {"spec": {"schedulingGates": [NO_KUBELET], "containers": [{"image": IMAGE, **container}]}}
+    """A pod template as the image needs it: its user (uid 1000) owns the key path the jobs mount."""
+    return {
+        "spec": {
+            "schedulingGates": [NO_KUBELET],
+            "securityContext": {"runAsUser": 1000},
+            "containers": [{"image": IMAGE, **container}],
+        }
+    }
 
 
 def manifest(name: str, workers: int = 2, **spec: Any) -> dict[str, Any]:
