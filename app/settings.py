@@ -26,6 +26,24 @@ SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 # The settings an answer depends on (the SSH key seed changes only key material, which replay ignores).
 ANSWER_SETTINGS = ("cluster_domain", "gang_scheduling", "metacontroller_apply_strategy")
 EVENTS_MODES = {"auto": "auto", "on": "on", "true": "on", "off": "off", "false": "off"}
+CALLER_AUTH_MODES = ("token", "off")
+# Where deploy/ mounts the Secret whose token Metacontroller sends (deploy/base/deployment.yaml).
+CALLER_TOKEN_FILE = Path("/etc/mpi-operator-hook/caller/token")
+MAX_CALLER_TOKEN_BYTES = 8 * 1024
+
+
+def read_caller_token(path: Path) -> bytes:
+    """The caller credential in ``path``, surrounding whitespace removed (as Metacontroller trims the
+    Secret's value). Raises ``ValueError`` naming the file and the problem, never its content."""
+    try:
+        token = path.read_bytes().strip()
+    except OSError as err:
+        raise ValueError(f"cannot read {path}: {err.strerror}") from None
+    if not token:
+        raise ValueError(f"{path} is empty")
+    if len(token) > MAX_CALLER_TOKEN_BYTES:
+        raise ValueError(f"{path} holds more than {MAX_CALLER_TOKEN_BYTES} bytes")
+    return token
 
 
 @dataclass(frozen=True)
@@ -109,6 +127,33 @@ class Settings(BaseSettings):
     )
     events_queue_size: int = Field(
         default=1000, ge=1, le=1_000_000, description="Events waiting to be posted; more are dropped."
+    )
+    caller_auth: str = Field(
+        default="token",
+        description="Who may call /sync and /customize: 'token' (only a caller that sends "
+        "Authorization: Bearer <MPI_OPERATOR_CALLER_TOKEN_FILE's token>) or 'off' (anyone: local use only).",
+    )
+    caller_token_file: Path = Field(
+        default=CALLER_TOKEN_FILE,
+        description="The token Metacontroller sends (deploy/ mounts its Secret here); re-read on change.",
+    )
+    caller_token_grace_seconds: float = Field(
+        default=600.0,
+        ge=0,
+        le=86400,
+        description="After the token file changes, how long the previous token is still accepted.",
+    )
+    events_namespace_burst: int = Field(
+        default=100, ge=1, le=1_000_000, description="Events one namespace may post at once; more wait."
+    )
+    events_namespace_per_second: float = Field(
+        default=1.0, gt=0, le=10_000, description="Events per second one namespace may post, on average."
+    )
+    events_total_burst: int = Field(
+        default=1000, ge=1, le=1_000_000, description="Events all namespaces together may post at once."
+    )
+    events_total_per_second: float = Field(
+        default=20.0, gt=0, le=100_000, description="Events per second all namespaces together may post."
     )
     record_dir: Path | None = Field(
         default=None,
@@ -200,6 +245,14 @@ class Settings(BaseSettings):
             raise ValueError("must be 'auto', 'on' or 'off'")
         return mode
 
+    @field_validator("caller_auth")
+    @classmethod
+    def _caller_auth(cls, value: str) -> str:
+        value = value.strip().lower()
+        if value not in CALLER_AUTH_MODES:
+            raise ValueError("must be 'token' or 'off'")
+        return value
+
     @field_validator("events_api_server")
     @classmethod
     def _api_server(cls, value: str) -> str:
@@ -273,10 +326,27 @@ def load_settings() -> Settings:
     from pydantic import ValidationError
 
     try:
-        return Settings()
+        settings = Settings()
     except ValidationError as err:
         problems = "; ".join(
             f"MPI_OPERATOR_{'_'.join(str(p) for p in e['loc']).upper()}: {e['msg']}" if e["loc"] else e["msg"]
             for e in err.errors()
         )
         raise SettingsError(f"invalid hook settings: {problems}") from None
+    return settings
+
+
+def serving_settings() -> Settings:
+    """The settings of a hook about to serve, its caller credential checked: a hook that would refuse every
+    call does not start, and one that accepts any caller does so only when told to."""
+    settings = load_settings()
+    if settings.caller_auth == "token":
+        try:
+            read_caller_token(settings.caller_token_file)
+        except ValueError as err:
+            raise SettingsError(
+                f"invalid hook settings: MPI_OPERATOR_CALLER_TOKEN_FILE: {err}: it must hold the token"
+                " Metacontroller sends (deploy/ mounts it there); to serve without authentication on purpose,"
+                " set MPI_OPERATOR_CALLER_AUTH=off"
+            ) from None
+    return settings

@@ -93,8 +93,13 @@ def _status_kb(pid: int, field: str) -> int:
     return 0
 
 
+# The hook runs as deploy/ runs it, checking its callers; the floor ignores the header.
+CALLER_TOKEN = secrets.token_urlsafe(32)
+
+
 def post(connection: http.client.HTTPConnection, body: bytes) -> bytes:
-    connection.request("POST", "/sync", body, {"Content-Type": "application/json"})
+    headers = {"Content-Type": "application/json", "Authorization": f"Bearer {CALLER_TOKEN}"}
+    connection.request("POST", "/sync", body, headers)
     response = connection.getresponse()
     data = response.read()
     if response.status != 200:
@@ -104,7 +109,10 @@ def post(connection: http.client.HTTPConnection, body: bytes) -> bytes:
 
 def hook_env(seed: Path) -> dict[str, str]:
     # A 4,096-worker job needs server-side apply: its ConfigMap outgrows dynamic-apply's annotation.
+    token = seed.with_name("caller-token")
+    token.write_text(CALLER_TOKEN)
     return {
+        "MPI_OPERATOR_CALLER_TOKEN_FILE": str(token),
         "MPI_OPERATOR_SSH_KEY_SEED_FILE": str(seed),
         "MPI_OPERATOR_METACONTROLLER_APPLY_STRATEGY": "server-side-apply",
         "MPI_OPERATOR_LOG_LEVEL": "WARNING",

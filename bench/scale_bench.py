@@ -68,7 +68,7 @@ from tests.e2e.controlplane import (
     start_control_plane,
     tarball_dir,
 )
-from tests.e2e.hook import Hook
+from tests.e2e.hook import Hook, install_caller_token
 from tests.e2e.kube import ApiError, Kube, finish_pod, run_pod, wait_for
 from tests.e2e.processes import Started, http_ok, wait_until_ready
 
@@ -448,6 +448,7 @@ class HookSide(Side):
         self.strategy = apply_strategy(self.flags)
         workdir = self.plane.workdir
         self.settings = events_account(self.kube, self.plane, workdir)
+        self.settings.update(install_caller_token(self.kube, workdir))
         self.hook = Hook(
             self.plane.processes,
             workdir,

@@ -163,6 +163,8 @@ class _Forwarder(BaseHTTPRequestHandler):
             if self.upstream is None:
                 self.upstream = http.client.HTTPConnection(*self.proxy.upstream, timeout=UPSTREAM_TIMEOUT)
             headers = {"Content-Type": self.headers.get("Content-Type") or "application/json"}
+            if self.headers.get("Authorization"):  # Metacontroller's caller token, passed through
+                headers["Authorization"] = self.headers["Authorization"]
             try:
                 self.upstream.request(self.command, self.path, body=body, headers=headers)
                 response = self.upstream.getresponse()

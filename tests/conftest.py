@@ -22,6 +22,10 @@ NOW = datetime(2026, 5, 4, 9, 0, 30, tzinfo=UTC)
 ONE_WORKER_SCOPES = ("tests/e2e/", "tests/mpi/", "tests/node/")
 TEST_SEED = b"mpi-operator-hook test seed, not a secret"
 STANDIN_DIR = pytest.StashKey[Path]()
+# Hooks the suite starts (in-process or as processes that inherit this) serve without caller authentication
+# unless a test sets it up: tests/test_auth.py, and tests/e2e and tests/node, which wire Metacontroller's
+# credential as deploy/ does. Set here, on purpose, as a user running the hook locally must.
+os.environ["MPI_OPERATOR_CALLER_AUTH"] = "off"
 
 
 def pytest_configure(config: pytest.Config) -> None:

@@ -1,7 +1,8 @@
 """A real ``mpijob serve`` on loopback for a test: started on a free port, waited for, stopped by its PID.
 
-The environment is the test's without any ``MPI_OPERATOR_*``, plus the settings given; the server's output
-goes to a log file the test can read (the hook logs to standard error).
+The environment is the test's without any ``MPI_OPERATOR_*``, plus ``MPI_OPERATOR_CALLER_AUTH=off`` unless
+the test wants the hook as users get it (``authenticated``), plus the settings given; the server's output goes
+to a log file the test can read (the hook logs to standard error).
 """
 
 from __future__ import annotations
@@ -46,10 +47,20 @@ class Served:
         return self.log.read_text(errors="replace")
 
 
-def hook_env(settings: Mapping[str, str]) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_")}
+# A local hook of the suite accepts any caller, on purpose (tests/conftest.py), unless a test says otherwise.
+UNAUTHENTICATED = {"MPI_OPERATOR_CALLER_AUTH": "off"}
+
+
+def without_hook_settings() -> dict[str, str]:
+    """The test's environment without any ``MPI_OPERATOR_*`` setting."""
+    return {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_")}
+
+
+def hook_env(settings: Mapping[str, str], *, authenticated: bool = False) -> dict[str, str]:
+    env = without_hook_settings()
     env["PATH"] = f"{VENV_BIN}{os.pathsep}{env.get('PATH', '')}"
     env["PYTHONUNBUFFERED"] = "1"
+    env.update({} if authenticated else UNAUTHENTICATED)
     env.update(settings)
     return env
 
@@ -59,14 +70,18 @@ def start(
     settings: Mapping[str, str] = {},  # read only
     argv: Sequence[str] | None = None,
     cwd: Path = ROOT,
+    *,
+    authenticated: bool = False,
 ) -> Served:
-    """Start ``argv`` (default ``mpijob serve --host 127.0.0.1``) with ``--port`` set to a free port."""
+    """Start ``argv`` (default ``mpijob serve --host 127.0.0.1``) with ``--port`` set to a free port;
+    ``authenticated``: with the hook's default caller authentication (the settings then name the token)."""
     port = free_port()
     command = [*(argv or ["mpijob", "serve", "--host", "127.0.0.1"]), "--port", str(port)]
     command[0] = str(VENV_BIN / "mpijob") if command[0] == "mpijob" else command[0]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            command, cwd=cwd, env=hook_env(settings), stdout=out, stderr=subprocess.STDOUT
+            command, cwd=cwd, env=hook_env(settings, authenticated=authenticated), stdout=out,
+            stderr=subprocess.STDOUT
         )
     served = Served(f"http://127.0.0.1:{port}", port, log, process)
     try:
@@ -78,8 +93,8 @@ def start(
 
 
 @contextmanager
-def serving(log: Path, settings: Mapping[str, str] = {}) -> Iterator[Served]:
-    served = start(log, settings)
+def serving(log: Path, settings: Mapping[str, str] = {}, *, authenticated: bool = False) -> Iterator[Served]:
+    served = start(log, settings, authenticated=authenticated)
     try:
         yield served
     finally:

@@ -6,7 +6,6 @@ exit 4 after uvicorn's own log line; a host given by name serves.
 
 from __future__ import annotations
 
-import os
 import shutil
 import socket
 import subprocess
@@ -16,11 +15,12 @@ from collections.abc import Iterator
 import pytest
 
 from app.cli.exits import EXIT_CANNOT_SERVE, EXIT_UNUSABLE
+from tests.served import UNAUTHENTICATED, without_hook_settings
 from tests.test_cli import MPIJOB, ROOT, mpijob
 
 
 def _environment() -> dict[str, str]:
-    return {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_")}
+    return {**without_hook_settings(), **UNAUTHENTICATED}
 
 
 @pytest.mark.parametrize(
@@ -66,7 +66,7 @@ def taken_port() -> Iterator[int]:
 
 
 def test_an_address_in_use_is_exit_4_with_why(taken_port: int) -> None:
-    done = mpijob("serve", "--host", "127.0.0.1", "--port", str(taken_port))
+    done = mpijob("serve", "--host", "127.0.0.1", "--port", str(taken_port), env=UNAUTHENTICATED)
     assert done.returncode == EXIT_CANNOT_SERVE
     assert "address already in use" in done.stderr
     assert done.stderr.splitlines()[-1] == (
@@ -84,7 +84,7 @@ def test_a_metrics_port_in_use_is_exit_4_too(taken_port: int) -> None:
         "127.0.0.1",
         "--port",
         str(free),
-        env={"MPI_OPERATOR_METRICS_PORT": str(taken_port)},
+        env={"MPI_OPERATOR_METRICS_PORT": str(taken_port), **UNAUTHENTICATED},
     )
     assert done.returncode == EXIT_CANNOT_SERVE
     assert done.stderr.splitlines()[-1].startswith(f"mpijob: serve: cannot listen on 127.0.0.1:{taken_port}")

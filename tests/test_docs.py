@@ -16,6 +16,7 @@ import shlex
 import shutil
 import subprocess
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -133,7 +134,7 @@ def replay(page: Path, before: str, state: Page) -> None:
         if stages[0][0] == "mpijob" and redirects:
             run_mpijob(re.sub(r"#\s*exits\s+\d+\s*$", "", command), state, None)
         elif stages[0][0] not in ("mpijob", "kubectl"):
-            check_other(stages[0], state)
+            check_other(stages[0], state, redirects)
 
 
 # --- a hook served in the background: `mpijob serve ... &`, then curl and mpijob replay against it ----------
@@ -167,7 +168,8 @@ def start_server(command: str, page: Page) -> served.Served:
             argv.append(word)
     assert port not in page.servers, f"port {port} is served twice on this page"
     log = page.directory / f".serve-{port}.log"
-    page.servers[port] = served.start(log, settings, argv, cwd=page.directory)
+    # As users get it: callers must send the token the page names (MPI_OPERATOR_CALLER_TOKEN_FILE).
+    page.servers[port] = served.start(log, settings, argv, cwd=page.directory, authenticated=True)
     return page.servers[port]
 
 
@@ -181,8 +183,13 @@ def local_ports(command: str, page: Page) -> str:
     return LOCAL_URL.sub(real, command)
 
 
+FILE_CONTENT = re.compile(r"\$\(cat ([\w./-]+)\)")
+
+
 def check_curl(argv: list[str], page: Page) -> None:
-    """Run the real curl against a hook this page serves: it must exit 0 with a 200 JSON answer."""
+    """Run the real curl against a hook this page serves: it must exit 0 with a 200 JSON answer. A
+    ``$(cat FILE)`` in an argument (the caller token) is FILE's content, as the shell would make it."""
+    argv = [FILE_CONTENT.sub(lambda m: (page.directory / m.group(1)).read_text().strip(), a) for a in argv]
     urls = [word for word in argv[1:] if word.startswith(("http://", "https://"))]
     assert len(urls) == 1, f"curl needs exactly one URL: {shlex.join(argv)}"
     ports = {server.port for server in page.servers.values()}
@@ -307,10 +314,16 @@ def _flag_values(args: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
-def check_other(argv: list[str], page: Page) -> None:
+def check_other(argv: list[str], page: Page, redirects: Sequence[str] = ()) -> None:
     """The tools a page may mention besides mpijob and kubectl, with what can be checked without them."""
     head = argv[:3]
-    if head[:2] == ["docker", "build"]:
+    if head[:2] == ["python3", "-c"]:
+        assert len(redirects) == 1, f"python3 -c on a page writes one file: {shlex.join(argv)}"
+        done = subprocess.run(argv, cwd=page.directory, capture_output=True, text=True, timeout=60,
+                              check=False)  # fmt: skip
+        assert done.returncode == 0, f"{shlex.join(argv)}: {done.stderr[-300:]}"
+        (page.directory / redirects[0]).write_text(done.stdout)
+    elif head[:2] == ["docker", "build"]:
         image = argv[argv.index("-t") + 1]
         assert (page.directory / argv[-1] / "Dockerfile").is_file()
         page.images.add(image)
@@ -356,7 +369,7 @@ def test_documented_command(where: str, page: Path, command: str, tmp_path: Path
 
 
 def check_command(where: str, command: str, state: Page) -> None:
-    stages, expected, _ = split(command)
+    stages, expected, redirects = split(command)
     if stages[0][0] == "mpijob":
         mpijob_part = command.split("|")[0] if any(s[0] == "kubectl" for s in stages[1:]) else command
         done = run_mpijob(re.sub(r"#\s*exits\s+\d+\s*$", "", mpijob_part), state, None)
@@ -375,7 +388,7 @@ def check_command(where: str, command: str, state: Page) -> None:
             assert done.returncode == expected, f"{where}: {command}\n{done.stderr[-1000:]}"
     else:
         assert len(stages) == 1, f"{where}: pipelines of other tools are not checked"
-        check_other(stages[0], state)
+        check_other(stages[0], state, redirects)
 
 
 def test_the_pages_have_commands() -> None:
@@ -451,7 +464,8 @@ def test_an_applied_file_the_crd_rejects_fails(tmp_path: Path) -> None:
 def _served_page(tmp_path: Path) -> Page:
     page = Page(tmp_path)
     shutil.copytree(ROOT / "examples" / "requests", tmp_path / "examples" / "requests")
-    start_server("mpijob serve --port 8080 &", page)
+    (tmp_path / "caller-token").write_text("a-token-for-this-page\n")
+    start_server("MPI_OPERATOR_CALLER_TOKEN_FILE=caller-token mpijob serve --port 8080 &", page)
     return page
 
 
@@ -459,12 +473,15 @@ def test_curl_runs_against_the_pages_hook_on_its_real_port(tmp_path: Path) -> No
     page = _served_page(tmp_path)
     try:
         documented = (
-            "curl -sS --data-binary @examples/requests/new-job/request.json http://127.0.0.1:8080/sync"
+            'curl -sS -H "Authorization: Bearer $(cat caller-token)"'
+            " --data-binary @examples/requests/new-job/request.json http://127.0.0.1:8080/sync"
         )
         real = local_ports(documented, page)
         assert f"127.0.0.1:{page.servers[8080].port}/sync" in real
         check_other(shlex.split(real), page)
         assert 'POST /sync HTTP/1.1" 200' in page.servers[8080].log_text()
+        with pytest.raises(AssertionError, match="answered 401"):  # the page's hook wants the token
+            check_other(shlex.split(real.replace("$(cat caller-token)", "not-the-token")), page)
         with pytest.raises(AssertionError, match="answered 400"):  # not a hook request: 400
             check_other(shlex.split(real.replace("new-job/request.json", "new-job/case.json")), page)
         with pytest.raises(AssertionError, match="no `mpijob serve &`"):  # a port nobody started

@@ -29,6 +29,7 @@ from app.kube.keys import SeededKeys
 from app.server.events import COMPONENT, MAX_NAME_CHARS, EventRecorder, Posting, TokenFile, event_name
 from app.server.main import create_app, sync_endpoint
 from app.server.metrics import Metrics
+from app.server.ratelimit import Budget, EventBudget
 from app.settings import EventsAccess, Settings
 from tests.conftest import TEST_SEED
 
@@ -463,5 +464,90 @@ def test_the_app_lifespan_starts_and_stops_the_recorder(token_file: Path) -> Non
             await task  # lifespan shutdown drains the queue
             assert [e["reason"] for e in api.stored.values()] == ["MPIJobCreated"]
             assert 'mpi_operator_hook_events_total{result="dropped"} 0.0' in metrics
+
+    run(scenario)
+
+
+# ------------------------------------------------------------------------------------------ bounded
+
+
+def rate_limited(metrics: Metrics) -> float:
+    return metrics.events.labels("rate_limited")._value.get()
+
+
+def test_a_namespace_over_its_budget_loses_its_events_not_the_others(token_file: Path) -> None:
+    metrics = Metrics()
+    clock = [0.0]
+    budget = EventBudget(Budget(3, 1.0), Budget(100, 100.0), clock=lambda: clock[0])
+
+    async def scenario() -> None:
+        async with serving(ApiServer()) as api:
+            events = recorder(api.url, token_file, metrics, budget=budget)
+            await events.start()
+            for i in range(10):
+                events.record(result(CREATED, name=f"flood-{i}", uid=f"uid-{i}"), NOW)
+            events.record(SyncResult({}, [], Outcome.SYNCED, "team-b", "pi", uid="b", events=(CREATED,)), NOW)
+            clock[0] += 2.0  # two seconds refill two of team-a's
+            for i in range(10, 13):
+                events.record(result(CREATED, name=f"flood-{i}", uid=f"uid-{i}"), NOW)
+            await events.drain()
+            await events.stop()
+            by_namespace = [namespace for namespace, _ in api.stored]
+            assert by_namespace.count("team-a") == 3 + 2 and by_namespace.count("team-b") == 1
+
+    run(scenario)
+    assert rate_limited(metrics) == 7 + 1
+    assert counts(metrics)["posted"] == 6
+
+
+def test_the_total_budget_bounds_many_namespaces() -> None:
+    clock = [0.0]
+    budget = EventBudget(Budget(5, 1.0), Budget(20, 10.0), max_keys=8, clock=lambda: clock[0])
+    admitted = sum(budget.admit(f"ns-{i}") for i in range(100) for _ in range(3))
+    assert admitted == 20
+    clock[0] += 1.0
+    assert sum(budget.admit(f"other-{i}") for i in range(100)) == 10
+
+
+def test_forged_syncs_post_no_event_and_a_flood_of_real_ones_is_cut_at_the_budget(
+    token_file: Path, tmp_path: Path
+) -> None:
+    """The week's finding, replayed: syncs for made-up MPIJobs in kube-system. Without the caller token they
+    get 401 and post nothing; with it, a namespace posts only its budget."""
+    caller = tmp_path / "caller-token"
+    caller.write_text("caller-token-never-printed\n")
+    request = orjson.loads(FIRST_SYNC.read_bytes())
+
+    def forged(i: int) -> bytes:
+        meta = request["parent"]["metadata"]
+        parent = {**request["parent"], "metadata": {**meta, "name": f"forged-{i}", "namespace": "kube-system",
+                                                    "uid": f"00000000-0000-4000-8000-{i:012d}"}}  # fmt: skip
+        return orjson.dumps({**request, "parent": parent})
+
+    async def scenario() -> None:
+        async with serving(ApiServer()) as api:
+            settings = Settings(
+                events="on", events_api_server=api.url, events_token_file=token_file, caller_auth="token",
+                caller_token_file=caller, events_namespace_burst=5,
+            )  # fmt: skip
+            app = create_app(settings, SeededKeys(TEST_SEED))
+            config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning")
+            server = uvicorn.Server(config)
+            task = asyncio.create_task(server.serve())
+            while not server.started:
+                await asyncio.sleep(0.01)
+            url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/sync"
+            async with httpx.AsyncClient() as client:
+                for i in range(20):
+                    assert (await client.post(url, content=forged(i))).status_code == 401
+                auth = {"Authorization": "Bearer caller-token-never-printed"}
+                for i in range(20, 40):
+                    assert (await client.post(url, content=forged(i), headers=auth)).status_code == 200
+            server.should_exit = True
+            await task
+            assert len(api.stored) == 5
+            assert app.hook.metrics.registry.get_sample_value(
+                "mpi_operator_hook_events_total", {"result": "rate_limited"}
+            ) == 15
 
     run(scenario)

@@ -32,6 +32,7 @@ import pytest
 
 from tests.builders import walk
 from tests.e2e.processes import free_port
+from tests.served import hook_env
 
 ROOT = Path(__file__).resolve().parents[1]
 WIRE = Path(__file__).resolve().parent / "fixtures" / "wire"
@@ -92,8 +93,7 @@ def hook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Hook]:
     seed = workdir / "ssh-key-seed"
     seed.write_bytes(secrets.token_bytes(48))
     log = workdir / "server.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_")}
-    env.update(MPI_OPERATOR_SSH_KEY_SEED_FILE=str(seed), MPI_OPERATOR_LOG_LEVEL="DEBUG", PYTHONUNBUFFERED="1")
+    env = hook_env({"MPI_OPERATOR_SSH_KEY_SEED_FILE": str(seed), "MPI_OPERATOR_LOG_LEVEL": "DEBUG"})
     port = free_port()
     uvicorn = [sys.executable, "-m", "uvicorn", "app.server.main:app"]
     command = [*uvicorn, "--host", "127.0.0.1", "--port", str(port)]

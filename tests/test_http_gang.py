@@ -7,7 +7,6 @@ overlay's setting (and the golden files' SSH key seed), gets exactly the golden 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 from collections.abc import Iterator
@@ -18,6 +17,7 @@ import pytest
 
 from tests.e2e.processes import free_port
 from tests.golden_cases import CASES, SEED, response_path
+from tests.served import hook_env
 from tests.test_http import ROOT, Hook, _wait_healthy, curl
 from tests.test_http import pytestmark as needs_curl
 
@@ -30,11 +30,8 @@ def server(workdir: Path, gang_scheduling: str) -> Iterator[Hook]:
     seed = workdir / "ssh-key-seed"
     seed.write_bytes(SEED)
     log = workdir / "server.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_")}
-    env.update(
-        MPI_OPERATOR_SSH_KEY_SEED_FILE=str(seed),
-        MPI_OPERATOR_GANG_SCHEDULING=gang_scheduling,
-        PYTHONUNBUFFERED="1",
+    env = hook_env(
+        {"MPI_OPERATOR_SSH_KEY_SEED_FILE": str(seed), "MPI_OPERATOR_GANG_SCHEDULING": gang_scheduling}
     )
     port = free_port()
     uvicorn = [sys.executable, "-m", "uvicorn", "app.server.main:app"]

@@ -52,6 +52,7 @@ SCHEMA_KINDS = frozenset(
         "ClusterRole",
         "ClusterRoleBinding",
         "StatefulSet",
+        "Secret",
     }
 )
 COMPOSITE_CONTROLLER = ("metacontroller.k8s.io/v1alpha1", "CompositeController")
@@ -60,6 +61,8 @@ COMPOSITE_CONTROLLER = ("metacontroller.k8s.io/v1alpha1", "CompositeController")
 EXPECTED_OBJECTS = [
     ("v1", "Namespace", NAMESPACE, None),
     ("v1", "ServiceAccount", NAME, NAMESPACE),
+    ("v1", "ServiceAccount", f"{NAME}-caller", NAMESPACE),
+    ("v1", "Secret", f"{NAME}-caller", NAMESPACE),
     ("apps/v1", "Deployment", NAME, NAMESPACE),
     ("v1", "Service", NAME, NAMESPACE),
     ("policy/v1", "PodDisruptionBudget", NAME, NAMESPACE),
@@ -188,13 +191,19 @@ def test_go_duration_seconds_rejects(text: str) -> None:
 
 # --------------------------------------------------------------------- hand-written CompositeController check
 
-CC_SPEC_KEYS = {"generateSelector", "parentResource", "childResources", "hooks", "resyncPeriodSeconds"}
+CC_SPEC_KEYS = {
+    "generateSelector", "parentResource", "childResources", "hooks", "resyncPeriodSeconds", "endpointConfigs"
+}
 CC_PARENT_KEYS = {"apiVersion", "resource", "labelSelector", "revisionHistory", "ignoreStatusChanges"}
 CC_CHILD_KEYS = {"apiVersion", "resource", "updateStrategy"}
 CC_STRATEGY_KEYS = {"method", "statusChecks"}
 CC_HOOKS = {"sync", "finalize", "customize"}
 CC_HOOK_KEYS = {"version", "webhook"}
-CC_WEBHOOK_KEYS = {"url", "service", "path", "timeout", "responseUnMarshallMode", "etag"}
+# v4.16.0 added the four ways a webhook authenticates itself or its server.
+CC_WEBHOOK_KEYS = {
+    "url", "service", "path", "timeout", "responseUnMarshallMode", "etag",
+    "authorization", "basicAuth", "clientTLS", "caBundle",
+}  # fmt: skip
 # Rolling methods and Recreate delete or loop on the children this hook emits (docs/architecture.md).
 CC_ALLOWED_METHODS = {"OnDelete", "InPlace"}
 
@@ -267,6 +276,9 @@ def composite_controller_problems(cc: dict[str, Any]) -> list[str]:
             problems.append(f"{where}.webhook.url is missing")
         if webhook.get("responseUnMarshallMode") != "strict":
             problems.append(f"{where}.webhook.responseUnMarshallMode is not 'strict'")
+        secret = (webhook.get("authorization") or {}).get("secretRef") or {}
+        if not all(secret.get(key) for key in ("name", "namespace", "key")):
+            problems.append(f"{where}.webhook.authorization.secretRef must name the caller token's key")
         try:
             if go_duration_seconds(webhook.get("timeout", "")) <= 0:
                 problems.append(f"{where}.webhook.timeout must be positive")
@@ -309,6 +321,7 @@ BROKEN_COMPOSITE_CONTROLLERS = {
     "no-resource": (_break("spec.childResources[0].resource", DELETE), "resource is missing"),
     "no-sync-hook": (_break("spec.hooks.sync", DELETE), "hooks.sync is missing"),
     "bad-timeout": (_break("spec.hooks.sync.webhook.timeout", "30"), "not a Go duration"),
+    "no-caller-token": (_break("spec.hooks.customize.webhook.authorization", DELETE), "caller token"),
     "no-generate-selector": (_break("spec.generateSelector", DELETE), "generateSelector"),
     "status-changes-trigger-syncs": (
         _break("spec.parentResource.ignoreStatusChanges", False),
@@ -573,9 +586,37 @@ def test_deployment_env_is_documented_settings(container: dict[str, Any]) -> Non
         "MPI_OPERATOR_MEMORY_BUDGET_BYTES": "167772160",
         "MPI_OPERATOR_METACONTROLLER_APPLY_STRATEGY": "server-side-apply",
         "MPI_OPERATOR_EVENTS": "auto",
+        "MPI_OPERATOR_CALLER_TOKEN_FILE": "/etc/mpi-operator-hook/caller/token",
     }
     settings = {name.removeprefix("MPI_OPERATOR_").lower() for name in env}
     assert settings <= set(Settings.model_fields)
+
+
+def test_metacontroller_sends_the_token_the_hook_reads(
+    built: list[dict[str, Any]], composite_controller: dict[str, Any], deployment: dict[str, Any]
+) -> None:
+    """Both hooks send the key of a service-account token Secret of deploy/ (filled by the cluster, typed by
+    nobody, for an account with no roles); the hook's container reads that very key at the file its setting
+    names, and the kubelet waits for the key before starting it (an item, not optional)."""
+    given = [hook["webhook"]["authorization"] for hook in composite_controller["spec"]["hooks"].values()]
+    refs = {tuple(sorted(auth["secretRef"].items())) for auth in given}
+    assert len(refs) == 1 and {auth.get("type", "Bearer") for auth in given} == {"Bearer"}
+    ref = dict(next(iter(refs)))
+    secret = find(built, "Secret", ref["name"])
+    assert secret["metadata"]["namespace"] == ref["namespace"] and ref["key"] == "token"
+    assert secret["type"] == "kubernetes.io/service-account-token"
+    account = secret["metadata"]["annotations"]["kubernetes.io/service-account.name"]
+    assert find(built, "ServiceAccount", account)["automountServiceAccountToken"] is False
+    bound = [s for o in built if o["kind"].endswith("RoleBinding") for s in o.get("subjects", [])]
+    assert all(s.get("name") != account for s in bound), "the caller's account must have no roles"
+    pod = deployment["spec"]["template"]["spec"]
+    (container,) = pod["containers"]
+    path = Path({e["name"]: e.get("value") for e in container["env"]}["MPI_OPERATOR_CALLER_TOKEN_FILE"])
+    (volume,) = [v for v in pod["volumes"] if v.get("secret", {}).get("secretName") == ref["name"]]
+    assert volume["secret"]["items"] == [{"key": ref["key"], "path": path.name}]
+    assert not volume["secret"].get("optional")
+    mounts = [m for m in container["volumeMounts"] if m["name"] == volume["name"]]
+    assert mounts == [{"name": volume["name"], "mountPath": str(path.parent), "readOnly": True}]
 
 
 def resolve_target_port(service_port: dict[str, Any], container: dict[str, Any]) -> int:

@@ -27,6 +27,7 @@ from app.core.sync import Outcome, SyncResult
 from app.server import logs
 from app.server.metrics import Metrics
 from tests.e2e.processes import free_port
+from tests.served import hook_env
 from tests.test_http import STARTUP_SECONDS
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -42,7 +43,7 @@ pytestmark = pytest.mark.skipif(
 def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path]]:
     workdir = tmp_path_factory.mktemp("harden-serve")
     log = workdir / "server.log"
-    env = {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_")}
+    env = hook_env({})
     env.update(
         MPI_OPERATOR_MAX_BODY_BYTES=str(CAP),
         MPI_OPERATOR_MEMORY_BUDGET_BYTES=str(CAP),

@@ -50,7 +50,7 @@ HEADER = f"""\
 # mpi-operator-hook in one file, without gang scheduling (for that, apply deploy/overlays/<scheduler>
 # with -k): the namespace mpi-operator, the MPIJob CRD, the CompositeController and the hook's Deployment,
 # Service, PodDisruptionBudget, NetworkPolicy and its ServiceAccount's one permission (create Events).
-# Needs Metacontroller >= v4.15.0 in the cluster, at its default --apply-strategy (dynamic-apply).
+# Needs Metacontroller >= v4.16.0 in the cluster, at its default --apply-strategy (dynamic-apply).
 #   kubectl apply --server-side -f mpi-operator-hook.yaml
 """
 PLACEHOLDER_NOTE = """\

@@ -217,10 +217,10 @@ def server_options(log_level: str) -> dict[str, Any]:
 
 def _serve(host: str, port: int, workers: int) -> int:
     from app.server import logs
-    from app.settings import SettingsError, load_settings
+    from app.settings import SettingsError, serving_settings
 
     try:
-        settings = load_settings()
+        settings = serving_settings()
     except SettingsError as err:
         print(f"mpijob: {err}", file=sys.stderr)
         return EXIT_UNUSABLE

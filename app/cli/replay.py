@@ -57,6 +57,12 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
     replay.add_argument(
         "--all", action="store_true", help="also send cases recorded under other settings than the hook's"
     )
+    replay.add_argument(
+        "--token-file",
+        metavar="FILE",
+        help="a file holding the hook's caller token (its MPI_OPERATOR_CALLER_TOKEN_FILE), sent as"
+        " 'Authorization: Bearer'; needed unless the hook runs with MPI_OPERATOR_CALLER_AUTH=off",
+    )
     replay.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
 
 
@@ -86,8 +92,9 @@ class Tally:
 def run(args: argparse.Namespace) -> int:
     try:
         target = _target_settings(args.setting)
+        headers = _headers(args.token_file)
         cases = list(load_cases(Path(args.dir)))
-        tally = _replay(cases, args, target)
+        tally = _replay(cases, args, target, headers)
     except Unusable as err:
         print(f"mpijob: {err}", file=sys.stderr)
         return EXIT_UNUSABLE
@@ -109,6 +116,20 @@ def _target_settings(given: list[str]) -> dict[str, str]:
             raise Unusable(f"--setting {item!r}: expected NAME=VALUE with NAME one of {', '.join(defaults)}")
         target[name] = value.strip()
     return target
+
+
+def _headers(token_file: str | None) -> dict[str, str]:
+    """Each request's headers: JSON, and the caller token when one is given."""
+    from app.settings import read_caller_token
+
+    headers = {"Content-Type": "application/json"}
+    if token_file is not None:
+        try:
+            token = read_caller_token(Path(token_file))
+        except ValueError as err:
+            raise Unusable(f"--token-file: {err}") from None
+        headers["Authorization"] = f"Bearer {token.decode('latin-1')}"
+    return headers
 
 
 # --- reading cases ---------------------------------------------------------------------------------------
@@ -168,12 +189,15 @@ def load_case(folder: Path) -> Case:
 # --- sending and comparing -----------------------------------------------------------------------------
 
 
-def _replay(cases: list[Case], args: argparse.Namespace, target: dict[str, str]) -> Tally:
+def _replay(
+    cases: list[Case], args: argparse.Namespace, target: dict[str, str], headers: dict[str, str]
+) -> Tally:
     import httpx
 
     tally = Tally()
     width = max(len(case.name) for case in cases)
-    with httpx.Client(base_url=args.url.rstrip("/"), timeout=args.timeout) as client:
+    base = args.url.rstrip("/")
+    with httpx.Client(base_url=base, timeout=args.timeout, headers=headers) as client:
         for case in cases:
             needs = _unmet(case.settings, target)
             if needs and not args.all:
@@ -217,9 +241,11 @@ def _send(client: Any, case: Case, url: str) -> tuple[int, Any]:
 
     path = HOOK_PATHS[case.hook]
     try:
-        reply = client.post(path, content=case.request, headers={"Content-Type": "application/json"})
+        reply = client.post(path, content=case.request)
     except (httpx.HTTPError, httpx.InvalidURL) as err:
         raise Unusable(f"cannot reach {url}: {type(err).__name__}: {err}") from None
+    if reply.status_code == 401:
+        raise Unusable(f"{url}{path} answered 401: pass the hook's caller token with --token-file FILE")
     if reply.status_code in (404, 405):
         raise Unusable(f"{url}{path} answered {reply.status_code}: is --url the hook's base URL?")
     try:

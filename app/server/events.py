@@ -1,10 +1,11 @@
 """Kubernetes Events about MPIJobs, posted by the shell, best effort: ``kubectl describe mpijob`` shows them.
 
 The pure ``sync`` says which Events a sync's transitions announce (``SyncResult.events``); ``sync_endpoint``
-hands them to ``EventRecorder.record``, which only puts them on a bounded queue and returns (full: the Event
-is dropped and counted), so posting never delays a sync. A background task, started and stopped with the app,
-posts each as a core/v1 Event about the MPIJob (``POST /api/v1/namespaces/{ns}/events``) from upstream's
-recorder component, ``mpi-job-controller``.
+hands them to ``EventRecorder.record``, which only puts them on a bounded queue and returns (full, or over the
+namespace's or the total rate budget of ``app/server/ratelimit.py``: the Event is dropped and counted), so
+posting never delays a sync and no flood of syncs becomes a flood of Events. A background task, started and
+stopped with the app, posts each as a core/v1 Event about the MPIJob (``POST /api/v1/namespaces/{ns}/events``)
+from upstream's recorder component, ``mpi-job-controller``.
 
 One Event per transition, never aggregated (``count`` stays 1): its name is the job's name and a hash of the
 job's uid and the Event's key, which is the same for every sync that decides the same transition. A repeated
@@ -36,6 +37,7 @@ import orjson
 from app.core.intents import Event
 from app.core.sync import SyncResult
 from app.server import logs
+from app.server.ratelimit import EventBudget
 from app.settings import EventsAccess
 
 log = logging.getLogger("mpi_operator_hook.events")
@@ -55,6 +57,7 @@ RETRIES = 3
 BACKOFF_SECONDS = 0.5
 TIMEOUT_SECONDS = 10.0
 DRAIN_SECONDS = 5.0
+LIMITED_LOG_SECONDS = 60.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -176,6 +179,7 @@ class EventRecorder:
         instance: str = "",
         transport: httpx.AsyncBaseTransport | None = None,
         posting: Posting = Posting(),
+        budget: EventBudget | None = None,
     ) -> None:
         self.access = access
         self._count = count
@@ -187,13 +191,22 @@ class EventRecorder:
         self._client: httpx.AsyncClient | None = None
         self._task: asyncio.Task[None] | None = None
         self._dropping = False
+        self._budget = budget
+        self._limited_log = logs.Throttle(LIMITED_LOG_SECONDS)
 
     def record(self, result: SyncResult, at: datetime) -> None:
-        """Queue the result's Events; never waits. A full queue drops them (counted, logged once per run of
-        drops)."""
+        """Queue the result's Events; never waits. Over the rate budget or with the queue full they are
+        dropped (counted; logged once per run of drops, or once per minute when rate-limited)."""
         if not result.namespace or not result.name:
             return
         for event in result.events:
+            if self._budget is not None and not self._budget.admit(result.namespace):
+                self._count("rate_limited")
+                held = self._limited_log.admit()
+                if held is not None:
+                    fields = {"namespace": result.namespace, "reason": event.reason, "since_last": held}
+                    logs.event(log, logging.WARNING, "events over the rate budget: dropping", **fields)
+                continue
             try:
                 self._queue.put_nowait(Pending(result.namespace, result.name, result.uid, event, at))
             except asyncio.QueueFull:

@@ -7,6 +7,8 @@
   answered 503 (Metacontroller retries with backoff). Small requests pass side by side; two huge ones
   run one after the other instead of together past the pod's memory limit.
 - A body that trickles in slower than the read timeout is answered 408.
+- A caller without the hook's credential (``app/server/auth.py``) is answered 401 before anything else:
+  no bytes reserved, no body read.
 The guard then answers the request itself through the endpoint registered for its path, with the body
 in one buffer (a bytearray filled in place when the length is declared, never copied again), so peak
 memory stays near one body and a small sync pays for no web framework. Other paths pass through.
@@ -16,7 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import Awaitable, Callable, Mapping, MutableMapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -30,6 +32,12 @@ ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 log = logging.getLogger("mpi_operator_hook")
 Endpoint = Callable[[bytes], Awaitable[tuple[int, bytes]]]
+# Given the hook and a request's headers, why its caller is refused (None: admitted); it counts the refusal.
+Authenticate = Callable[[str, Iterable[tuple[bytes, bytes]]], str | None]
+
+UNAUTHORIZED = "unauthorized: this hook answers only callers with its credential (Authorization: Bearer)"
+# One log line per this many seconds for refused callers, however many there are (a flood must not fill logs).
+UNAUTHORIZED_LOG_SECONDS = 10.0
 
 
 SPARE_BUFFER_BYTES = 64 << 20
@@ -134,6 +142,7 @@ class BodyGuard:
         endpoints: Mapping[str, Endpoint],
         on_reject: Callable[[str, str], None] = lambda hook, kind: None,
         on_bytes: Callable[[int], None] = lambda in_use: None,
+        authenticate: Authenticate | None = None,
     ) -> None:
         self.app = app
         self.limits = limits
@@ -141,12 +150,19 @@ class BodyGuard:
         self.budget = ByteBudget(limits.memory_budget_bytes, on_bytes)
         self.on_reject = on_reject
         self.spare = SpareBuffer(limits.spare_buffer_bytes)
+        self.authenticate = authenticate
+        self._unauthorized_log = logs.Throttle(UNAUTHORIZED_LOG_SECONDS)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         endpoint = self.endpoints.get(scope.get("path", "")) if scope["type"] == "http" else None
         if endpoint is None or scope.get("method") != "POST":
             await self.app(scope, receive, send)
             return
+        if self.authenticate is not None:
+            refusal = self.authenticate(_hook(scope), scope.get("headers", ()))
+            if refusal is not None:
+                await self._refuse_caller(scope, send, refusal)
+                return
         declared = _content_length(scope)
         try:
             if declared is not None and declared > self.limits.max_body_bytes:
@@ -169,7 +185,7 @@ class BodyGuard:
             except Exception:
                 # Endpoints answer their own errors; this is a bug around them (metrics, logging).
                 log.exception("hook endpoint failed unexpectedly (request body not logged)")
-                self.on_reject(str(scope.get("path", "")).lstrip("/"), "internal")
+                self.on_reject(_hook(scope), "internal")
                 status, payload = 503, b'{"error":"internal error in the hook; see the hook\'s logs"}'
             self.spare.give_back(buffer, body)
             del body
@@ -199,13 +215,30 @@ class BodyGuard:
             if not message.get("more_body", False):
                 return size  # may be shorter than declared (the server refuses longer bodies)
 
+    async def _refuse_caller(self, scope: Scope, send: Send, refusal: str) -> None:
+        """401, the same answer whatever was wrong; the reason goes to the (throttled) log, not the caller."""
+        hook = _hook(scope)
+        self.on_reject(hook, "unauthorized")
+        suppressed = self._unauthorized_log.admit()
+        if suppressed is not None:
+            logs.event(
+                log, logging.WARNING, "refused", hook=hook, status=401, reason=refusal, since_last=suppressed
+            )
+        body = b'{"error":"' + UNAUTHORIZED.encode() + b'"}'
+        challenge = [(b"www-authenticate", b'Bearer realm="mpi-operator-hook"')]
+        await _respond(send, 401, body, close=True, extra=challenge)
+
     async def _reject(self, scope: Scope, send: Send, rejected: Rejected) -> None:
-        hook = str(scope.get("path", "")).lstrip("/")
+        hook = _hook(scope)
         self.on_reject(hook, rejected.kind)
         logs.refused(log, hook, rejected.status, rejected.message)
         body = b'{"error":"' + rejected.message.encode() + b'"}'
         # The rest of a refused body is never read: close the connection after answering.
         await _respond(send, rejected.status, body, close=rejected.status in (408, 413))
+
+
+def _hook(scope: Scope) -> str:
+    return str(scope.get("path", "")).lstrip("/")
 
 
 def _content_length(scope: Scope) -> int | None:
@@ -217,8 +250,11 @@ def _content_length(scope: Scope) -> int | None:
     return None
 
 
-async def _respond(send: Send, status: int, payload: bytes, *, close: bool = False) -> None:
+async def _respond(
+    send: Send, status: int, payload: bytes, *, close: bool = False, extra: Iterable[tuple[bytes, bytes]] = ()
+) -> None:
     headers = [(b"content-type", b"application/json"), (b"content-length", str(len(payload)).encode())]
+    headers.extend(extra)
     if close:
         headers.append((b"connection", b"close"))
     await send({"type": "http.response.start", "status": status, "headers": headers})

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 import json
 import logging
+import time
+from collections.abc import Callable
 from datetime import UTC, datetime
 from typing import Any
 
@@ -43,6 +45,25 @@ def refused(logger: logging.Logger, hook: str, status: int, reason: str) -> None
     """One line per request the hook refuses: the status and the reason the client was given (which never
     quotes the body), so a 4xx is more than an access-log line."""
     event(logger, logging.WARNING, "refused", hook=hook, status=status, reason=reason)
+
+
+class Throttle:
+    """At most one log line per ``seconds``: ``admit`` returns how many were held back since the last line
+    admitted, or None to hold this one back too."""
+
+    def __init__(self, seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self._seconds = seconds
+        self._clock = clock
+        self._last: float | None = None
+        self._held = 0
+
+    def admit(self) -> int | None:
+        now = self._clock()
+        if self._last is not None and now - self._last < self._seconds:
+            self._held += 1
+            return None
+        held, self._held, self._last = self._held, 0, now
+        return held
 
 
 class JsonFormatter(logging.Formatter):

@@ -14,7 +14,7 @@ import functools
 import gc
 import logging
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterable
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -31,12 +31,14 @@ from app.core.sync import SyncResult, Verdict, sync
 from app.kube.keys import KeySource
 from app.kube.request import RequestError, decode_request
 from app.server import logs
+from app.server.auth import Authenticator, CallerCredential
 from app.server.events import EventRecorder
-from app.server.guard import ASGIApp, BodyGuard, Endpoint, Limits, Receive, Scope, Send
+from app.server.guard import ASGIApp, Authenticate, BodyGuard, Endpoint, Limits, Receive, Scope, Send
 from app.server.memo import ParentMemo, remember
 from app.server.metrics import Metrics
+from app.server.ratelimit import Budget, EventBudget
 from app.server.record import RequestRecorder
-from app.settings import Settings, load_settings
+from app.settings import Settings, serving_settings
 
 log = logging.getLogger("mpi_operator_hook")
 
@@ -83,7 +85,7 @@ class HookApp:
 
 
 def create_app(settings: Settings | None = None, keys: KeySource | None = None) -> HookApp:
-    settings = settings or load_settings()
+    settings = settings or serving_settings()
     if not logging.getLogger().handlers:
         logs.configure(settings.log_level, settings.log_format)
     log.setLevel(settings.log_level)
@@ -121,9 +123,36 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
     if hook.recorder is not None:
         endpoints = {path: hook.recorder.wrap(path.lstrip("/"), e) for path, e in endpoints.items()}
     guard = BodyGuard(
-        web, limits=limits, endpoints=endpoints, on_reject=metrics.error, on_bytes=metrics.in_flight_bytes.set
+        web,
+        limits=limits,
+        endpoints=endpoints,
+        on_reject=metrics.error,
+        on_bytes=metrics.in_flight_bytes.set,
+        authenticate=_authenticator(settings, metrics),
     )
     return HookApp(hook, guard)
+
+
+def _authenticator(settings: Settings, metrics: Metrics) -> Authenticate | None:
+    """Who may call the hooks: Metacontroller's credential, or (on purpose, said loudly) anyone."""
+    if settings.caller_auth == "off":
+        log.warning(
+            "CALLER AUTHENTICATION IS OFF (MPI_OPERATOR_CALLER_AUTH=off): anyone who can reach this port can"
+            " call /sync and /customize and make the hook post Events. For local use only."
+        )
+        return None
+    grace = settings.caller_token_grace_seconds
+    credential = CallerCredential(settings.caller_token_file, grace_seconds=grace)
+    logs.event(log, logging.INFO, "callers must send the token of", file=str(settings.caller_token_file))
+    authenticator = Authenticator(credential)
+
+    def refusal(hook: str, headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+        why = authenticator.refusal(headers)
+        if why is not None:
+            metrics.refused_caller(hook, why)
+        return why
+
+    return refusal
 
 
 def _recorder(settings: Settings, metrics: Metrics) -> EventRecorder | None:
@@ -132,7 +161,11 @@ def _recorder(settings: Settings, metrics: Metrics) -> EventRecorder | None:
         logs.event(log, logging.INFO, "events: off (logged only)", setting=settings.events)
         return None
     logs.event(log, logging.INFO, "events: posted to the API server", server=access.server)
-    return EventRecorder(access, metrics.event, queue_size=settings.events_queue_size)
+    budget = EventBudget(
+        Budget(settings.events_namespace_burst, settings.events_namespace_per_second),
+        Budget(settings.events_total_burst, settings.events_total_per_second),
+    )
+    return EventRecorder(access, metrics.event, queue_size=settings.events_queue_size, budget=budget)
 
 
 def _request_recorder(settings: Settings, metrics: Metrics) -> RequestRecorder | None:

@@ -26,9 +26,10 @@ from app.server.memo import ParentMemo
 
 # 1 KiB .. 256 MiB by powers of four: a 1-worker sync is ~10 KB, a 4,096-worker one ~30 MB.
 SIZE_BUCKETS = tuple(float(1024 * 4**i) for i in range(10))
-ERROR_KINDS = ("too_large", "busy", "read_timeout", "disconnected", "bad_request", "internal")
+ERROR_KINDS = ("unauthorized", "too_large", "busy", "read_timeout", "disconnected", "bad_request", "internal")
+UNAUTHORIZED_REASONS = ("missing", "malformed", "wrong")
 HOOKS = ("sync", "customize")
-EVENT_RESULTS = ("posted", "duplicate", "failed", "dropped")
+EVENT_RESULTS = ("posted", "duplicate", "failed", "dropped", "rate_limited")
 RECORD_RESULTS = ("written", "pruned", "skipped", "failed")
 
 
@@ -134,16 +135,25 @@ class Metrics:
             "Request bytes admitted and not yet answered (the memory budget in use)",
             registry=self.registry,
         )
+        self.unauthorized = Counter(
+            "mpi_operator_hook_unauthorized_requests",
+            "Hook requests refused 401, by reason: " + ", ".join(UNAUTHORIZED_REASONS),
+            ["hook", "reason"],
+            registry=self.registry,
+        )
         for hook in HOOKS:
             for kind in ERROR_KINDS:
                 self.errors.labels(hook, kind)  # every series exists from the start, at 0
+            for reason in UNAUTHORIZED_REASONS:
+                self.unauthorized.labels(hook, reason)
 
     def watch_memo(self, memo: ParentMemo[Any]) -> None:
         """Export the parent memo's lookups and size: its hit rate says whether its bounds fit the jobs."""
         self.registry.register(_MemoCollector(memo))
 
     def event(self, result: str) -> None:
-        """Count one Event: posted, duplicate (409: already posted), failed or dropped (queue full)."""
+        """Count one Event: posted, duplicate (409: already posted), failed, dropped (queue full) or
+        rate_limited (over a namespace's or the total budget)."""
         self._events[result].inc()
 
     def record(self, result: str) -> None:
@@ -152,6 +162,10 @@ class Metrics:
 
     def error(self, hook: str, kind: str) -> None:
         self.errors.labels(hook if hook in HOOKS else "other", kind).inc()
+
+    def refused_caller(self, hook: str, reason: str) -> None:
+        """Count one 401 by why the caller was refused (missing, malformed or wrong credential)."""
+        self.unauthorized.labels(hook if hook in HOOKS else "other", reason).inc()
 
     def record_sync(self, result: SyncResult, seconds: float) -> None:
         """Count one answered sync: its outcome, the milestones its Events mark, the job's launcher."""

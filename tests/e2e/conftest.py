@@ -31,7 +31,7 @@ import yaml
 
 from tests.e2e import jobs
 from tests.e2e.controlplane import ControlPlane, find_binaries, metacontroller_crds, start_control_plane
-from tests.e2e.hook import Hook
+from tests.e2e.hook import Hook, install_caller_token
 from tests.e2e.kube import Kube, given_cluster, wait_for
 from tests.e2e.processes import Processes
 
@@ -227,6 +227,7 @@ def e2e(tmp_path_factory: pytest.TempPathFactory) -> Iterator[E2E]:
             workdir = plane.workdir  # where every process's log is
         # Events need a token of the hook's account from the cluster's API: only with our own control plane.
         settings = {} if plane is None else events_account(kube, plane, workdir)
+        settings.update(install_caller_token(kube, workdir))
         host = os.environ.get("MPI_HOOK_E2E_HOOK_HOST", "127.0.0.1")
         hook = Hook(processes, workdir, host=host, settings=settings)
         hook.start()
@@ -234,7 +235,7 @@ def e2e(tmp_path_factory: pytest.TempPathFactory) -> Iterator[E2E]:
         installed = install_overlay(kube, workdir, hook.url)
         if plane is not None:
             plane.start_metacontroller()
-        token_file = Path(settings["MPI_OPERATOR_EVENTS_TOKEN_FILE"]) if settings else None
+        token_file = Path(settings["MPI_OPERATOR_EVENTS_TOKEN_FILE"]) if plane is not None else None
         yield E2E(kube, hook, plane, workdir, installed_controller=installed, hook_token_file=token_file)
     finally:
         processes.stop_all()

@@ -7,6 +7,7 @@ for each event it would raise) is one file across restarts; tests read the event
 
 from __future__ import annotations
 
+import base64
 import json
 import os
 import secrets
@@ -15,9 +16,40 @@ import sys
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import yaml
+
+from tests.e2e.kube import Kube, wait_for
 from tests.e2e.processes import Processes, Started, free_port, http_ok, wait_until_ready
 
 ROOT = Path(__file__).resolve().parents[2]
+# The Secret whose token Metacontroller sends the hook (deploy/base/caller-token.yaml).
+CALLER_NAMESPACE, CALLER_SECRET = "mpi-operator", "mpi-operator-hook-caller"
+CALLER_KINDS = {"Namespace", "ServiceAccount", "Secret"}
+
+
+def install_caller_token(kube: Kube, workdir: Path) -> dict[str, str]:
+    """The caller token as deploy/ makes it: its Namespace, ServiceAccount and service-account token Secret
+    from ``kubectl kustomize deploy/hook-only/``, the token the cluster's token controller writes into it,
+    and the hook's setting that reads it from a file (as the Deployment mounts it)."""
+    built = kube.kubectl("kustomize", str(ROOT / "deploy" / "hook-only")).stdout
+    wanted = [o for o in yaml.safe_load_all(built) if o and o["kind"] in CALLER_KINDS]
+    assert any(o["kind"] == "Secret" and o["metadata"]["name"] == CALLER_SECRET for o in wanted)
+    kube.kubectl("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(wanted))
+    token_file = workdir / "caller-token"
+    token_file.touch(mode=0o600)
+    token_file.write_bytes(caller_token(kube))
+    return {"MPI_OPERATOR_CALLER_TOKEN_FILE": str(token_file)}
+
+
+def caller_token(kube: Kube, previous: bytes = b"") -> bytes:
+    """The token in the caller Secret, once the token controller has written one (other than ``previous``)."""
+
+    def written() -> bytes | None:
+        secret = kube.get("secrets", CALLER_NAMESPACE, CALLER_SECRET) or {}
+        token = base64.b64decode((secret.get("data") or {}).get("token", ""))
+        return token if token and token != previous else None
+
+    return wait_for(written, 60, "the token controller to write the caller token")
 
 
 @dataclass

@@ -71,9 +71,10 @@ def test_installed_controller_is_ours_but_for_the_hook_urls(e2e: E2E) -> None:
 
 
 def test_deploy_passes_the_apiservers_server_side_dry_run(e2e: E2E) -> None:
-    """Everything in deploy/ (Namespace, CRD, ServiceAccount and its Events RBAC, Deployment, Service, PDB,
-    NetworkPolicy and CompositeController, and Metacontroller's own install with our flags) passes the real
-    apiserver's validation and admission, as `kubectl apply --server-side -k` sends it.
+    """Everything in deploy/ (Namespace, CRD, ServiceAccount and its Events RBAC, the caller token's account
+    and Secret, Deployment, Service, PDB, NetworkPolicy and CompositeController, and Metacontroller's own
+    install with our flags) passes the real apiserver's validation and admission, as `kubectl apply
+    --server-side -k` sends it.
     Only a dry run: applied for real, its CompositeController would point Metacontroller at a Service that
     nothing serves here."""
     namespaces = ("mpi-operator", "metacontroller")
@@ -101,6 +102,8 @@ def test_deploy_passes_the_apiservers_server_side_dry_run(e2e: E2E) -> None:
             "namespace/mpi-operator",
             "customresourcedefinition.apiextensions.k8s.io/mpijobs.kubeflow.org",
             "serviceaccount/mpi-operator-hook",
+            "serviceaccount/mpi-operator-hook-caller",
+            "secret/mpi-operator-hook-caller",
             "clusterrole.rbac.authorization.k8s.io/mpi-operator-hook-events",
             "clusterrolebinding.rbac.authorization.k8s.io/mpi-operator-hook-events",
             "service/mpi-operator-hook",

@@ -29,7 +29,7 @@ import yaml
 
 from tests.e2e import jobs
 from tests.e2e.controlplane import ControlPlane, find_binaries, metacontroller_crds, start_control_plane
-from tests.e2e.hook import Hook
+from tests.e2e.hook import Hook, install_caller_token
 from tests.e2e.kube import ApiError, Kube, finish_pod, run_pod, wait_for
 from tests.e2e.processes import Processes
 from tests.podgroup_crds import PODGROUP_API_VERSIONS, podgroup_crd
@@ -103,12 +103,14 @@ def gang(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gang]:
         assert crds is not None, "metacontroller-crds-v1.yaml not found next to the binaries"
         kube.kubectl("apply", "--server-side", "-f", str(crds))
         install_crds(kube)
+        caller = install_caller_token(kube, workdir)
         hooks = {}
         for scheduler, directory in OVERLAYS.items():
             controller, setting = built_controller(kube, directory)
             hook_dir = workdir / scheduler
             hook_dir.mkdir()
-            hook = Hook(Processes(hook_dir), hook_dir, settings={"MPI_OPERATOR_GANG_SCHEDULING": setting})
+            settings = {"MPI_OPERATOR_GANG_SCHEDULING": setting, **caller}
+            hook = Hook(Processes(hook_dir), hook_dir, settings=settings)
             hook.start()
             hooks[scheduler] = hook
             install_controller(kube, controller, f"gang-{scheduler}", scheduler, hook)

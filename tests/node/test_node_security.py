@@ -1,0 +1,149 @@
+"""Only Metacontroller may ask: on the real node, with deploy/ as installed (its caller token Secret, the
+hook's mount of it, the CompositeController's ``authorization``), forged calls from another namespace are
+refused and post no Event, Metacontroller's calls succeed, and a rotated token is taken up.
+
+The node's network plugin (CNI ``bridge``) does not enforce NetworkPolicy, as many clusters': a forged call
+reaches the hook, and the token is all that stands in its way. (Against a given cluster whose network plugin
+does enforce it, a forged call may never arrive: counted as blocked, 0.)
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from tests.e2e.hook import CALLER_NAMESPACE, CALLER_SECRET, caller_token
+from tests.e2e.kube import Kube, wait_for
+from tests.node import recipes, runs
+from tests.node.conftest import RealNode
+from tests.node.metacontroller import restart_metacontroller
+
+ROOT = Path(__file__).resolve().parents[2]
+FIRST_SYNC = ROOT / "tests" / "fixtures" / "wire" / "sync-request-01-first-sync-no-children.json"
+HOOK_URL = "http://mpi-operator-hook.mpi-operator.svc:8080"
+HOOK_PODS = "app.kubernetes.io/name=mpi-operator-hook"
+FORGED = 20
+# Run in a Pod of the hook's own image (Python, nothing else needed): 20 syncs of made-up MPIJobs in
+# kube-system and one customize, as the week's report had them; with no credential, a wrong one, or the
+# Authorization header in another scheme. Prints each answer's status as JSON.
+ATTACK = """
+import json, urllib.error, urllib.request
+base = json.load(open("/forged/request.json"))
+def post(path, body, header):
+    headers = {"Content-Type": "application/json", **({"Authorization": header} if header else {})}
+    try:
+        with urllib.request.urlopen(urllib.request.Request(URL + path, body, headers), timeout=10) as r:
+            return r.status
+    except urllib.error.HTTPError as err:
+        return err.code
+    except OSError:
+        return 0  # blocked on the way (a NetworkPolicy enforced)
+statuses = []
+for i in range(COUNT):
+    parent = dict(base["parent"], metadata=dict(base["parent"]["metadata"], name=f"forged-{i}",
+                  namespace="kube-system", uid=f"00000000-0000-4000-8000-{i:012d}"))
+    body = json.dumps(dict(base, parent=parent)).encode()
+    statuses.append(post("/sync", body, [None, "Bearer forged", "Basic Zm9yZ2Vk"][i % 3]))
+customize = {"controller": base["controller"], "parent": base["parent"]}
+statuses.append(post("/customize", json.dumps(customize).encode(), None))
+print(json.dumps(statuses))
+"""
+
+
+def _attacker(ns: str) -> list[dict[str, Any]]:
+    script = ATTACK.replace("URL", repr(HOOK_URL)).replace("COUNT", str(FORGED))
+    config = {
+        "apiVersion": "v1",
+        "kind": "ConfigMap",
+        "metadata": {"name": "forged"},
+        "data": {"request.json": FIRST_SYNC.read_text()},
+    }
+    pod = {
+        "apiVersion": "v1",
+        "kind": "Pod",
+        "metadata": {"name": "forger"},
+        "spec": {
+            "restartPolicy": "Never",
+            "containers": [
+                {
+                    "name": "forger",
+                    "image": recipes.HOOK_IMAGE,
+                    "imagePullPolicy": "IfNotPresent",
+                    "command": ["python3", "-c", script],
+                    "volumeMounts": [{"name": "forged", "mountPath": "/forged"}],
+                    "resources": {"limits": {"cpu": "200m", "memory": "128Mi"}},
+                }
+            ],
+            "volumes": [{"name": "forged", "configMap": {"name": "forged"}}],
+        },
+    }
+    return [config, pod]
+
+
+def _forged_events(kube: Kube) -> list[str]:
+    found = kube.list("events", "kube-system")
+    return [e["reason"] for e in found if e["involvedObject"].get("name", "").startswith("forged-")]
+
+
+def _hook_pods(kube: Kube) -> list[str]:
+    pods = kube.list("pods", CALLER_NAMESPACE, HOOK_PODS)
+    return [p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")]
+
+
+def _hook_metric(kube: Kube, name: str) -> float:
+    """Sum of a metric over the hook's replicas, read from inside each Pod (metrics port 9090)."""
+    read = "import urllib.request as u; print(u.urlopen('http://127.0.0.1:9090/metrics').read().decode())"
+    total = 0.0
+    for pod in _hook_pods(kube):
+        text = kube.kubectl("-n", CALLER_NAMESPACE, "exec", pod, "--", "python3", "-c", read).stdout
+        total += sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
+    return total
+
+
+def test_forged_calls_from_another_namespace_are_refused_and_post_no_event(
+    real_node: RealNode, ns: str
+) -> None:
+    kube = real_node.kube
+    refused_before = _hook_metric(kube, "mpi_operator_hook_unauthorized_requests_total")
+    kube.kubectl("-n", ns, "apply", "-f", "-", stdin=yaml.safe_dump_all(_attacker(ns)))
+
+    def finished() -> dict[str, Any] | None:
+        pod = kube.get("pods", ns, "forger") or {}
+        return pod if pod.get("status", {}).get("phase") in ("Succeeded", "Failed") else None
+
+    assert wait_for(finished, 120, "the forging Pod to finish")["status"]["phase"] == "Succeeded"
+    statuses = json.loads(kube.kubectl("-n", ns, "logs", "forger").stdout)
+    assert len(statuses) == FORGED + 1 and set(statuses) <= {401, 0}, statuses
+    refused = _hook_metric(kube, "mpi_operator_hook_unauthorized_requests_total") - refused_before
+    assert refused == statuses.count(401)
+    # Metacontroller's own calls, with the token, still run a job to the end (and post its Events).
+    runs.apply(kube, ns, runs.example("pi.yaml", "pi", cpu="300m"))
+    runs.succeeded(kube, ns, "pi")
+    assert _forged_events(kube) == []
+
+
+def test_a_rotated_token_is_taken_up_by_the_hook_and_metacontroller(real_node: RealNode, ns: str) -> None:
+    """The rotation docs/operations.md (Security) describes: remove the token, the token controller writes a
+    new one, every hook replica takes it up, then Metacontroller is restarted."""
+    kube = real_node.kube
+    old = caller_token(kube)
+    remove = json.dumps([{"op": "remove", "path": "/data/token"}])
+    kube.kubectl("-n", CALLER_NAMESPACE, "patch", "secret", CALLER_SECRET, "--type=json", "-p", remove)
+    new = caller_token(kube, previous=old)
+    assert new != old
+
+    def logs() -> list[str]:
+        return [kube.kubectl("-n", CALLER_NAMESPACE, "logs", pod).stdout for pod in _hook_pods(kube)]
+
+    def every_replica_changed() -> bool:
+        found = logs()
+        return bool(found) and all("caller credential changed" in log for log in found)
+
+    wait_for(every_replica_changed, 240, "every hook replica to take up the new caller token")
+    restart_metacontroller(kube)
+    runs.apply(kube, ns, runs.example("pi.yaml", "pi", cpu="300m"))
+    runs.succeeded(kube, ns, "pi")
+    assert not any(new.decode() in log or old.decode() in log for log in logs())
