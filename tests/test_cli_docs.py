@@ -16,7 +16,7 @@ from app.cli import exits
 
 GUIDE = Path(__file__).resolve().parents[1] / "docs" / "user-guide.md"
 SECTION = "## The `mpijob` command"
-COMMANDS = ("render", "lint", "convert", "serve")
+COMMANDS = ("render", "lint", "convert", "serve", "replay", "doctor")
 # In an exit-code cell: "0 rendered, 1 a job is invalid (...), 2 unusable input": a code starts the cell or
 # follows ", ", and a word follows it.
 _CODE = re.compile(r"(?:^|, )(\d+) (?=[a-zA-Z(`])")
@@ -101,6 +101,7 @@ def test_each_command_documents_what_its_code_means() -> None:
         == {exits.EXIT_OK, exits.EXIT_FINDINGS, exits.EXIT_UNUSABLE}
     )
     assert documented["convert"] == {exits.EXIT_OK, exits.EXIT_UNUSABLE}
+    assert documented["doctor"] == {exits.EXIT_OK, exits.EXIT_FINDINGS, exits.EXIT_UNUSABLE}
     assert documented["every command"] == {exits.EXIT_INTERNAL, exits.EXIT_INTERRUPTED}
 
 

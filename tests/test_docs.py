@@ -25,6 +25,7 @@ import pytest
 import yaml
 
 from app.api.lint import Severity, lint_manifest
+from app.cli.main import build_parser
 from tests import served
 from tests.kube_schema import schema_errors
 from tests.test_crd import CRD_FILE, _nodes, admission_errors
@@ -262,7 +263,9 @@ def check_kubectl(argv: list[str], page: Page) -> None:
     args = argv[1:]
     # --help before a "--": after it, words belong to the command run in the container.
     args = [*args[: args.index("--")], "--help"] if "--" in args else [*args, "--help"]
-    done = subprocess.run([KUBECTL, *args], capture_output=True, text=True, timeout=30, check=False)
+    # kubectl plugins (kubectl mpijob) are found on PATH: the venv's, where pip put kubectl-mpijob.
+    env = {**os.environ, "PATH": f"{VENV_BIN}{os.pathsep}{os.environ.get('PATH', '')}"}
+    done = subprocess.run([KUBECTL, *args], capture_output=True, text=True, timeout=30, check=False, env=env)
     assert done.returncode == 0, f"kubectl does not accept {shlex.join(argv)}: {done.stderr.strip()[:300]}"
     for flag, value in _flag_values(argv[1:]):
         if flag in ("-f", "--filename") and argv[1] not in FILE_VERBS:
@@ -368,9 +371,20 @@ def test_documented_command(where: str, page: Path, command: str, tmp_path: Path
         state.stop_servers()
 
 
+def reads_a_cluster(argv: list[str]) -> bool:
+    """``mpijob doctor NAME``: what it prints depends on a cluster no test machine has."""
+    return argv[:2] == ["mpijob", "doctor"] and not {"--list-checks", "--load"} & set(argv)
+
+
 def check_command(where: str, command: str, state: Page) -> None:
     stages, expected, redirects = split(command)
-    if stages[0][0] == "mpijob":
+    if reads_a_cluster(stages[0]):
+        assert len(stages) == 1, f"{where}: mpijob doctor is not piped here"
+        try:
+            build_parser().parse_args(stages[0][1:])  # parsed as the command parses it; nothing runs
+        except SystemExit as exit_:
+            raise AssertionError(f"{where}: mpijob does not accept {command}") from exit_
+    elif stages[0][0] == "mpijob":
         mpijob_part = command.split("|")[0] if any(s[0] == "kubectl" for s in stages[1:]) else command
         done = run_mpijob(re.sub(r"#\s*exits\s+\d+\s*$", "", mpijob_part), state, None)
         assert done.returncode == expected, f"{where}: {command}\n{done.stderr[-1000:]}"
@@ -436,6 +450,7 @@ REJECTED = {
     "missing file": ["kubectl", "apply", "-f", "examples/no-such.yaml"],
     "unpinned remote kustomization": ["kubectl", "apply", "-k", "https://github.com/o/r/manifests"],
     "patch that is not JSON": ["kubectl", "patch", "mpijob", "pi", "--type", "merge", "-p", "{suspend: true"],
+    "plugin subcommand that does not exist": ["kubectl", "mpijob", "doctr", "pi"],
 }
 
 
@@ -443,6 +458,13 @@ REJECTED = {
 def test_the_kubectl_checker_rejects(argv: list[str]) -> None:
     with pytest.raises((AssertionError, ValueError)):
         check_kubectl(argv, Page(ROOT))
+
+
+def test_the_doctor_checker_parses_and_rejects_an_unknown_flag(tmp_path: Path) -> None:
+    page = scratch(tmp_path)
+    check_command("ok", "mpijob doctor pi -n ml -o json", page)
+    with pytest.raises(AssertionError):
+        check_command("planted", "mpijob doctor pi --bogus", page)
 
 
 def test_an_unknown_tool_fails() -> None:

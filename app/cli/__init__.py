@@ -1,1 +1,2 @@
-"""The ``mpijob`` command: serve the hook; render, lint and convert MPIJob manifests offline."""
+"""The ``mpijob`` command: serve the hook; render, lint and convert MPIJob manifests offline; replay recorded
+requests; doctor a job in the cluster."""

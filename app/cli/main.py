@@ -1,11 +1,13 @@
 """The ``mpijob`` command: ``serve`` the hook; ``render``, ``lint`` and ``convert`` MPIJob manifests offline;
-``replay`` recorded hook requests against a hook.
+``replay`` recorded hook requests against a hook; ``doctor`` a job in the cluster (also run by kubectl as its
+plugin ``kubectl-mpijob``).
 
 Conventions for every subcommand: ``-`` reads standard input; a YAML error names FILE:LINE:COLUMN; there is
 never a traceback (an unexpected failure is one line and exit code 3); colour only on a terminal (and never
 with ``NO_COLOR``). Exit codes: 0 done/clean, 1 findings (lint at or above ``--fail-on``; render of an invalid
-job), 2 unusable input or settings. Formatting lives here; decisions live in ``app.api.lint``,
-``app.convert`` and the hook's own ``sync``.
+job; doctor: a problem named), 2 unusable input or settings (doctor: the cluster cannot be read). Formatting
+lives here; decisions live in ``app.api.lint``, ``app.convert``, the hook's own ``sync`` and the doctor's
+checks.
 """
 
 from __future__ import annotations
@@ -16,9 +18,11 @@ import socket
 import sys
 from collections.abc import Callable
 from importlib import metadata
+from pathlib import Path
 from typing import Any
 
 from app.cli import replay
+from app.cli.doctor import command as doctor
 from app.cli.exits import EXIT_CANNOT_SERVE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNUSABLE
 
 PACKAGE = "mpi-operator-hook"
@@ -34,9 +38,14 @@ def package_version() -> str:
         return "unknown (not installed)"
 
 
+def _program() -> str:
+    """``kubectl mpijob`` when kubectl runs us as its plugin (``kubectl-mpijob`` on PATH), else ``mpijob``."""
+    return "kubectl mpijob" if Path(sys.argv[0]).name == "kubectl-mpijob" else "mpijob"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(
-        prog="mpijob",
+        prog=_program(),
         description="MPIJob (kubeflow.org/v2beta1) sync hook for Metacontroller, and MPIJob manifest tools.",
         epilog="Exit codes: 0 ok, 1 findings or invalid job, 2 unusable input or arguments, 3 internal error,"
         " 4 serve could not listen.",
@@ -48,6 +57,7 @@ def build_parser() -> argparse.ArgumentParser:
     _add_lint(commands)
     _add_convert(commands)
     replay.add_parser(commands)
+    doctor.add_parser(commands)
     return parser
 
 
@@ -193,6 +203,7 @@ def _dispatch(args: argparse.Namespace) -> int:
         "lint": commands.lint,
         "convert": commands.convert,
         "replay": replay.run,
+        "doctor": doctor.run,
     }
     return handlers[args.command](args)
 

@@ -1,0 +1,127 @@
+"""Checks of the MPIJob itself: it exists, the hook has answered for it, it is valid, it may start."""
+
+from __future__ import annotations
+
+from app.api.types import API_VERSION, ConditionType
+from app.cli.doctor.facts import Facts
+from app.cli.doctor.problems import Problem, check, one_line
+from app.core.intents import REASON_INVALID
+
+# No condition this long after creation: the hook has not answered for the job.
+SYNC_GRACE_SECONDS = 30
+KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
+_RESUME = '{"spec":{"runPolicy":{"suspend":false}}}'
+
+
+@check("job-not-found", "the MPIJob does not exist, or the cluster serves no MPIJobs (CRD not installed)")
+def job_not_found(facts: Facts) -> Problem | None:
+    snap = facts.snap
+    if snap.job is not None:
+        return None
+    if not snap.served:
+        return Problem(
+            "job-not-found",
+            f"the cluster serves no MPIJobs: {API_VERSION} is not an API it knows (the CRD is not installed)",
+            (f"GET /apis/{API_VERSION}: 404 Not Found",),
+            "install the operator (README: quick start), then apply the job again",
+        )
+    return Problem(
+        "job-not-found",
+        f"there is no MPIJob {snap.name} in namespace {snap.namespace}",
+        (f"GET mpijobs.kubeflow.org {snap.namespace}/{snap.name}: 404 Not Found",),
+        "kubectl get mpijobs -A finds it in another namespace (then -n NAMESPACE); or apply it",
+    )
+
+
+@check("invalid", "the hook's validation rejected the job (condition Invalid): nothing is created")
+def invalid(facts: Facts) -> Problem | None:
+    condition = facts.conditions.get(ConditionType.INVALID)
+    if condition is None:
+        return None
+    return Problem(
+        "invalid",
+        f"MPIJob {facts.name} is invalid, so nothing is created: {one_line(condition.get('message'), 160)}",
+        (
+            f"condition Invalid=True ({condition.get('reason', REASON_INVALID)}):"
+            f" {one_line(condition.get('message'))}",
+        ),
+        "correct the fields the message names (mpijob lint FILE shows each with its fix) and apply again",
+    )
+
+
+@check("not-synced", "no condition at all 30 s after creation: Metacontroller or the hook never answered")
+def not_synced(facts: Facts) -> Problem | None:
+    if facts.status.get("conditions") or facts.age(facts.raw) < SYNC_GRACE_SECONDS:
+        return None
+    children = [
+        kind for kind, obj in (("Service", facts.snap.service), ("ConfigMap", facts.snap.config)) if obj
+    ]
+    return Problem(
+        "not-synced",
+        f"MPIJob {facts.name} has no status {facts.age(facts.raw):.0f}s after it was created: the hook has"
+        " not answered for it",
+        (
+            f"MPIJob {facts.name}: no conditions, created {facts.raw['metadata'].get('creationTimestamp')}",
+            f"children: {', '.join(children) if children else 'none (no Service, ConfigMap or Pods)'}",
+        ),
+        "check that Metacontroller and the hook run and that the CompositeController exists:"
+        " kubectl get compositecontroller mpi-operator-hook; kubectl -n metacontroller logs"
+        " statefulset/metacontroller --tail=50; kubectl -n mpi-operator logs deployment/mpi-operator-hook"
+        " --tail=50",
+    )
+
+
+@check("queued-by-kueue", "suspended with a Kueue queue: admission is Kueue's (quota, flavors)")
+def queued_by_kueue(facts: Facts) -> Problem | None:
+    queue = (facts.raw.get("metadata") or {}).get("labels", {}).get(KUEUE_QUEUE_LABEL)
+    if not queue or not _suspended(facts):
+        return None
+    return Problem(
+        "queued-by-kueue",
+        f"MPIJob {facts.name} waits for Kueue to admit it from queue {queue}: admission is Kueue's decision,"
+        " not the hook's",
+        (f"spec.runPolicy.suspend: true; label {KUEUE_QUEUE_LABEL}: {queue}", *_suspended_evidence(facts)),
+        f"kubectl -n {facts.snap.namespace} get workloads and kubectl describe workloads say why it is not"
+        f" admitted (ClusterQueue quota, no matching ResourceFlavor); kubectl get localqueue {queue}",
+    )
+
+
+@check("suspended", "spec.runPolicy.suspend is true (no Kueue queue): nothing runs until it is resumed")
+def suspended(facts: Facts) -> Problem | None:
+    if not _suspended(facts):
+        return None
+    return Problem(
+        "suspended",
+        f"MPIJob {facts.name} is suspended: it has no launcher and no workers until it is resumed",
+        ("spec.runPolicy.suspend: true", *_suspended_evidence(facts)),
+        f"kubectl patch mpijob {facts.name} --type merge -p '{_RESUME}'",
+    )
+
+
+def _suspended(facts: Facts) -> bool:
+    return bool(((facts.raw.get("spec") or {}).get("runPolicy") or {}).get("suspend"))
+
+
+def _suspended_evidence(facts: Facts) -> tuple[str, ...]:
+    condition = facts.conditions.get(ConditionType.SUSPENDED)
+    return (f"condition Suspended=True since {condition.get('lastTransitionTime')}",) if condition else ()
+
+
+@check(
+    "gang-scheduling-unavailable",
+    "gang scheduling is set but its PodGroup kind is not declared (condition GangSchedulingUnavailable)",
+)
+def gang_scheduling_unavailable(facts: Facts) -> Problem | None:
+    condition = facts.conditions.get(ConditionType.GANG_SCHEDULING_UNAVAILABLE)
+    if condition is None:
+        return None
+    return Problem(
+        "gang-scheduling-unavailable",
+        f"MPIJob {facts.name} gets no PodGroup: {one_line(condition.get('message'), 200)}",
+        (
+            f"condition GangSchedulingUnavailable=True ({condition.get('reason')}):"
+            f" {one_line(condition.get('message'))}",
+        ),
+        "apply the gang scheduler's overlay (deploy/overlays/volcano or deploy/overlays/scheduler-plugins),"
+        " which declares the PodGroup child, or unset MPI_OPERATOR_GANG_SCHEDULING",
+    )

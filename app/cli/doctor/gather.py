@@ -1,0 +1,164 @@
+"""Every read the doctor makes, in one place: GET only, through ``client.Reader``, into a ``Snapshot``."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from app.api.types import API_VERSION
+from app.children.podgroup import SCHEDULER_PLUGINS_GROUP_LABEL, VOLCANO_GROUP_ANNOTATION
+from app.cli.doctor.client import CannotRead, Read, Reader
+from app.cli.doctor.snapshot import Snapshot, newest_launcher_pod
+from app.kube import names
+from app.kube.gang import PODGROUP_API_VERSIONS
+from app.kube.gang import RESOURCE as PODGROUPS
+
+LOG_LINES = 40
+# How a Pod names its PodGroup: Volcano's annotation, scheduler-plugins' label.
+GROUP_MARKS = (VOLCANO_GROUP_ANNOTATION, SCHEDULER_PLUGINS_GROUP_LABEL)
+_DROPPED_ANNOTATIONS = (names.LAST_APPLIED_ANNOTATION, "kubectl.kubernetes.io/last-applied-configuration")
+
+
+def gather(reader: Reader, namespace: str, name: str, now: str) -> Snapshot:
+    snap = Snapshot(namespace, name, now)
+    core, batch = f"/api/v1/namespaces/{namespace}", f"/apis/batch/v1/namespaces/{namespace}"
+    mpijobs = f"/apis/{API_VERSION}/namespaces/{namespace}/mpijobs"
+    snap.job = _trim(reader.json(Read("get", "mpijobs.kubeflow.org", namespace, f"{mpijobs}/{name}")))
+    if snap.job is None:
+        snap.served = (
+            reader.json(Read("get", "the MPIJob API", namespace, f"/apis/{API_VERSION}")) is not None
+        )
+        return snap
+    launcher = names.launcher_name(name)
+    snap.launcher = _trim(reader.json(Read("get", "jobs.batch", namespace, f"{batch}/jobs/{launcher}")))
+    selector = {"labelSelector": f"{names.JOB_NAME_LABEL}={name}"}
+    pods = reader.items(Read("list", "pods", namespace, f"{core}/pods", selector))
+    snap.pods = [p for pod in pods if (p := _trim(pod)) is not None]
+    snap.service = _trim(reader.json(Read("get", "services", namespace, f"{core}/services/{name}")))
+    secret = Read("get", "secrets", namespace, f"{core}/secrets/{names.ssh_secret_name(name)}")
+    snap.secret = _metadata_only(reader.json(secret, metadata_only=True))
+    configmap = Read("get", "configmaps", namespace, f"{core}/configmaps/{names.config_name(name)}")
+    snap.config = _trim(reader.json(configmap))
+    snap.podgroups = _podgroups(reader, namespace, name, snap.pods)
+    events = reader.items(Read("list", "events", namespace, f"{core}/events"))
+    snap.events = _events_about(events, name, snap.pods)
+    snap.logs = _logs(reader, namespace, snap.pods)
+    return snap
+
+
+def _trim(obj: dict[str, Any] | None) -> dict[str, Any] | None:
+    """Without what no check reads and what would only make a saved snapshot large."""
+    if obj is None:
+        return None
+    metadata = dict(obj.get("metadata") or {})
+    metadata.pop("managedFields", None)
+    annotations = {
+        k: v for k, v in (metadata.get("annotations") or {}).items() if k not in _DROPPED_ANNOTATIONS
+    }
+    if annotations:
+        metadata["annotations"] = annotations
+    else:
+        metadata.pop("annotations", None)
+    return {**obj, "metadata": metadata}
+
+
+def _metadata_only(secret: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The Secret's metadata and type, whatever the server sent (an old one may ignore the metadata-only
+    request and send the data too: it is dropped here, before anything else sees it)."""
+    if secret is None:
+        return None
+    trimmed = _trim({"metadata": secret.get("metadata") or {}}) or {}
+    return {"kind": "Secret", "metadata": trimmed["metadata"]}
+
+
+def _podgroups(reader: Reader, namespace: str, name: str, pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The job's PodGroup in each gang scheduler's API that is served. A permission missing for a kind no
+    Pod of the job uses is no reason to stop (most clusters run no gang scheduler)."""
+    found = []
+    for api_version in PODGROUP_API_VERSIONS:
+        group = api_version.split("/")[0]
+        path = f"/apis/{api_version}/namespaces/{namespace}/{PODGROUPS}/{names.podgroup_name(name)}"
+        try:
+            podgroup = reader.json(Read("get", f"{PODGROUPS}.{group}", namespace, path))
+        except CannotRead as err:
+            if not err.permission or _uses_a_podgroup(pods):
+                raise
+            continue
+        if podgroup is not None:
+            found.append(_trim(podgroup) or {})
+    return found
+
+
+def _uses_a_podgroup(pods: list[dict[str, Any]]) -> bool:
+    for pod in pods:
+        metadata = pod.get("metadata") or {}
+        marks = {**(metadata.get("labels") or {}), **(metadata.get("annotations") or {})}
+        if any(mark in marks for mark in GROUP_MARKS):
+            return True
+    return False
+
+
+def _events_about(
+    events: list[dict[str, Any]], name: str, pods: list[dict[str, Any]]
+) -> list[dict[str, Any]]:
+    """The Events of the job and of its children, oldest first."""
+    ours = {name, names.launcher_name(name), names.config_name(name), names.ssh_secret_name(name)}
+    ours |= {str((pod.get("metadata") or {}).get("name")) for pod in pods}
+    about = [e for e in events if (e.get("involvedObject") or {}).get("name") in ours]
+    return sorted((_trim(e) or {} for e in about), key=_event_time)
+
+
+def _event_time(event: dict[str, Any]) -> str:
+    return str(event.get("lastTimestamp") or event.get("eventTime") or event.get("firstTimestamp") or "")
+
+
+def _logs(reader: Reader, namespace: str, pods: list[dict[str, Any]]) -> dict[str, str]:
+    """The tails of the newest launcher Pod's main container and of its wait-for-workers container, and of
+    the first worker whose container ended (a worker's sshd says there why it stopped)."""
+    logs: dict[str, str] = {}
+    launcher = newest_launcher_pod(pods)
+    if launcher is not None:
+        spec = launcher.get("spec") or {}
+        wanted = [str(c.get("name")) for c in (spec.get("containers") or [])[:1]]
+        init = {str(c.get("name")) for c in spec.get("initContainers") or []}
+        wanted += [names.WAIT_FOR_WORKERS_CONTAINER] if names.WAIT_FOR_WORKERS_CONTAINER in init else []
+        for container in wanted:
+            logs.update(_log(reader, namespace, launcher, container))
+    ended = next((p for p in _workers_by_index(pods) if _ended(p)), None)
+    if ended is not None:
+        first = ((ended.get("spec") or {}).get("containers") or [{}])[0]
+        logs.update(_log(reader, namespace, ended, str(first.get("name"))))
+    return logs
+
+
+def _log(reader: Reader, namespace: str, pod: dict[str, Any], container: str) -> dict[str, str]:
+    name = pod["metadata"]["name"]
+    params: dict[str, str | int] = {"container": container, "tailLines": LOG_LINES}
+    if _restarted_and_waiting(pod, container):
+        params["previous"] = "true"
+    path = f"/api/v1/namespaces/{namespace}/pods/{name}/log"
+    text = reader.text(Read("get", "pods/log", namespace, path, params))
+    return {f"{name}/{container}": text} if text else {}
+
+
+def _workers_by_index(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    workers = [
+        p for p in pods if (p["metadata"].get("labels") or {}).get(names.JOB_ROLE_LABEL) == names.WORKER
+    ]
+    return sorted(workers, key=lambda p: (len(p["metadata"]["name"]), p["metadata"]["name"]))
+
+
+def _ended(pod: dict[str, Any]) -> bool:
+    """A worker whose container stopped: the Pod failed, or its container exited and waits to restart."""
+    status = pod.get("status") or {}
+    if status.get("phase") == "Failed":
+        return True
+    return any("terminated" in (c.get("lastState") or {}) for c in status.get("containerStatuses") or [])
+
+
+def _restarted_and_waiting(pod: dict[str, Any], container: str) -> bool:
+    """A container restarted in place and not running now: its last run's log is the one that says why."""
+    status = pod.get("status") or {}
+    for entry in status.get("containerStatuses") or []:
+        if entry.get("name") == container:
+            return bool(entry.get("restartCount")) and "running" not in (entry.get("state") or {})
+    return False

@@ -1,0 +1,197 @@
+"""The doctor's kubeconfig reader (app/cli/doctor/kubeconfig.py): files merged as kubectl merges them,
+contexts, CA and client certificates from files or data, tokens, exec credential plugins run for real,
+clear refusals.
+
+The real node (tests/node/test_node_doctor.py) reads a real API server with a client-certificate kubeconfig
+and with an exec plugin that gives a service account's token.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+import os
+import ssl
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+
+from app.cli.doctor.kubeconfig import KubeconfigError, load
+from tests.e2e.pki import Pki, make_pki
+
+
+@pytest.fixture(scope="module")
+def pki(tmp_path_factory: pytest.TempPathFactory) -> Pki:
+    return make_pki(tmp_path_factory.mktemp("pki"))
+
+
+def _config(
+    clusters: dict[str, Any], users: dict[str, Any], contexts: dict[str, Any], current: str = ""
+) -> str:
+    return yaml.safe_dump({
+        "apiVersion": "v1",
+        "kind": "Config",
+        "clusters": [{"name": n, "cluster": c} for n, c in clusters.items()],
+        "users": [{"name": n, "user": u} for n, u in users.items()],
+        "contexts": [{"name": n, "context": c} for n, c in contexts.items()],
+        **({"current-context": current} if current else {}),
+    })  # fmt: skip
+
+
+def _write(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+def test_a_token_and_a_ca_file_relative_to_the_kubeconfig(tmp_path: Path, pki: Pki) -> None:
+    (tmp_path / "ca.crt").write_bytes(pki.ca_cert.read_bytes())
+    config = _config(
+        {"c": {"server": "https://10.0.0.1:6443/", "certificate-authority": "ca.crt"}},
+        {"u": {"token": "t0ken"}},
+        {"ctx": {"cluster": "c", "user": "u", "namespace": "ml"}},
+        current="ctx",
+    )
+    connection = load(str(_write(tmp_path / "config", config)))
+    assert (connection.server, connection.context, connection.namespace) == (
+        "https://10.0.0.1:6443",
+        "ctx",
+        "ml",
+    )
+    assert connection.headers == {"Authorization": "Bearer t0ken"}
+    assert isinstance(connection.verify, ssl.SSLContext)
+    assert connection.verify.verify_mode == ssl.CERT_REQUIRED
+    assert "t0ken" not in repr(connection)
+
+
+def test_kubeconfig_files_merge_first_definition_wins(tmp_path: Path) -> None:
+    first = _config(
+        {"c": {"server": "https://first"}},
+        {"u": {"token": "a"}},
+        {"one": {"cluster": "c", "user": "u"}},
+        "one",
+    )
+    second = _config(
+        {"c": {"server": "https://second"}, "d": {"server": "http://127.0.0.1:8001"}},
+        {"u": {"token": "b"}},
+        {"one": {"cluster": "d"}, "two": {"cluster": "d", "user": "u"}},
+        "two",
+    )
+    files = os.pathsep.join(str(_write(tmp_path / n, t)) for n, t in (("a", first), ("b", second)))
+    environ = {"KUBECONFIG": files}
+    merged = load(environ=environ)
+    assert (merged.context, merged.server, merged.headers) == (
+        "one",
+        "https://first",
+        {"Authorization": "Bearer a"},
+    )
+    other = load(context="two", environ=environ)
+    assert (other.server, other.verify, other.namespace) == ("http://127.0.0.1:8001", False, "default")
+    assert other.headers == {"Authorization": "Bearer a"}  # user u: the first file's
+
+
+def test_client_certificate_data_is_loaded_and_a_wrong_key_refused(tmp_path: Path, pki: Pki) -> None:
+    def data(path: Path) -> str:
+        return base64.b64encode(path.read_bytes()).decode()
+
+    user = {"client-certificate-data": data(pki.admin_cert), "client-key-data": data(pki.admin_key)}
+    cluster = {"server": "https://127.0.0.1:6443", "certificate-authority-data": data(pki.ca_cert)}
+    config = _write(
+        tmp_path / "config", _config({"c": cluster}, {"u": user}, {"x": {"cluster": "c", "user": "u"}}, "x")
+    )
+    connection = load(str(config))
+    assert connection.headers == {}
+    assert isinstance(connection.verify, ssl.SSLContext)
+    user["client-key-data"] = data(pki.serving_key)  # not the certificate's key
+    wrong = _write(
+        tmp_path / "wrong", _config({"c": cluster}, {"u": user}, {"x": {"cluster": "c", "user": "u"}}, "x")
+    )
+    with pytest.raises(KubeconfigError, match="client certificate or key cannot be used"):
+        load(str(wrong))
+    assert not list(Path(os.environ.get("TMPDIR", "/tmp")).glob("mpijob-doctor-*")), "key files left behind"
+
+
+def _plugin(tmp_path: Path, output: dict[str, Any] | str, code: int = 0) -> Path:
+    """A real exec credential plugin: a Python script that records the env kubectl gives and prints JSON."""
+    script = tmp_path / "plugin.py"
+    text = output if isinstance(output, str) else json.dumps(output)
+    script.write_text(
+        "import json, os, sys\n"
+        f"open({str(tmp_path / 'seen.json')!r}, 'w').write(json.dumps(dict(os.environ)))\n"
+        f"sys.stderr.write('plugin says no\\n')\nprint({text!r})\nsys.exit({code})\n"
+    )
+    return script
+
+
+def _exec_config(tmp_path: Path, script: Path, **extra: Any) -> Path:
+    plugin = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "command": sys.executable,
+        "args": [str(script)],
+    }
+    user = {"exec": {**plugin, "env": [{"name": "PLUGIN_SETTING", "value": "42"}], **extra}}
+    cluster = {"server": "https://127.0.0.1:6443", "insecure-skip-tls-verify": True}
+    return _write(
+        tmp_path / "config", _config({"c": cluster}, {"u": user}, {"x": {"cluster": "c", "user": "u"}}, "x")
+    )
+
+
+def test_an_exec_plugin_token(tmp_path: Path) -> None:
+    credential = {
+        "apiVersion": "client.authentication.k8s.io/v1",
+        "kind": "ExecCredential",
+        "status": {"token": "ex3c"},
+    }
+    connection = load(str(_exec_config(tmp_path, _plugin(tmp_path, credential), provideClusterInfo=True)))
+    assert connection.headers == {"Authorization": "Bearer ex3c"}
+    seen = json.loads((tmp_path / "seen.json").read_text())
+    info = json.loads(seen["KUBERNETES_EXEC_INFO"])
+    assert seen["PLUGIN_SETTING"] == "42"
+    assert info["kind"] == "ExecCredential" and info["spec"]["interactive"] is False
+    assert info["spec"]["cluster"]["server"] == "https://127.0.0.1:6443"
+    assert isinstance(connection.verify, ssl.SSLContext) and connection.verify.verify_mode == ssl.CERT_NONE
+
+
+def test_an_exec_plugin_client_certificate(tmp_path: Path, pki: Pki) -> None:
+    status = {"clientCertificateData": pki.admin_cert.read_text(), "clientKeyData": pki.admin_key.read_text()}
+    connection = load(str(_exec_config(tmp_path, _plugin(tmp_path, {"status": status}))))
+    assert connection.headers == {}
+
+
+@pytest.mark.parametrize(
+    ("output", "code", "message"),
+    [
+        ({"status": {}}, 0, "neither a token nor a client certificate"),
+        ("not json", 0, "printed something other than JSON"),
+        ({"status": {"token": "x"}}, 3, "exited with code 3: plugin says no"),
+    ],
+)
+def test_an_exec_plugin_that_fails_is_named(tmp_path: Path, output: Any, code: int, message: str) -> None:
+    with pytest.raises(KubeconfigError, match=message):
+        load(str(_exec_config(tmp_path, _plugin(tmp_path, output, code))))
+
+
+def test_refusals_name_the_file_context_or_field(tmp_path: Path) -> None:
+    cluster = {"server": "https://x"}
+    cases = {
+        "no current-context": _config({"c": cluster}, {}, {"x": {"cluster": "c"}}),
+        "context 'x' names cluster 'gone'": _config({}, {}, {"x": {"cluster": "gone"}}, "x"),
+        "auth-provider 'oidc' is not supported": _config(
+            {"c": cluster},
+            {"u": {"auth-provider": {"name": "oidc"}}},
+            {"x": {"cluster": "c", "user": "u"}},
+            "x",
+        ),
+        "its cluster has no server": _config({"c": {}}, {}, {"x": {"cluster": "c"}}, "x"),
+    }
+    for message, text in cases.items():
+        with pytest.raises(KubeconfigError, match=message):
+            load(str(_write(tmp_path / "config", text)))
+    with pytest.raises(KubeconfigError, match="context 'nope' is not in"):
+        load(str(_write(tmp_path / "config", cases["no current-context"])), context="nope")
+    with pytest.raises(KubeconfigError, match="no such file"):
+        load(str(tmp_path / "missing"))
+    with pytest.raises(KubeconfigError, match="no kubeconfig"):
+        load(environ={"HOME": str(tmp_path / "empty")})
