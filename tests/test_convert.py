@@ -1,8 +1,9 @@
-"""``mpijob convert``: upstream's documented MPIJob shapes (our own fixtures) to v2beta1 and to TrainJobs.
+"""``mpijob convert``: upstream's documented MPIJob shapes (our own fixtures) to v2beta1.
 
 The two upstream example shapes must become the hand-written v2beta1 equivalent exactly; everything converted
 must pass the CRD's admission rules (rebuilt in ``test_crd``) and lint without errors. The training-operator
-and TrainJob cases are golden files (``--update-golden``), notes included: every dropped field says why.
+case and pi as a TrainJob are golden files (``--update-golden``), notes included: every dropped field says
+why. What a TrainJob means is tested in test_convert_trainjob.py.
 """
 
 from __future__ import annotations
@@ -24,10 +25,6 @@ import cel  # isort: skip
 ROOT = Path(__file__).resolve().parents[1]
 FIXTURES = Path(__file__).parent / "fixtures" / "convert"
 GOLDEN = Path(__file__).parent / "golden" / "convert"
-# The fields of Trainer v2's TrainJobSpec and Trainer (trainjob_types.go): the output uses no others.
-TRAINJOB_SPEC = {"runtimeRef", "initializer", "trainer", "labels", "annotations", "podTemplateOverrides",
-                 "suspend", "managedBy"}  # fmt: skip
-TRAINER = {"image", "command", "args", "env", "numNodes", "resourcesPerNode", "numProcPerNode"}
 
 
 def load(path: Path) -> dict[str, Any]:
@@ -96,7 +93,7 @@ def test_convert_never_returns_a_job_without_launcher_and_worker(
     with pytest.raises(ConvertError, match=f"no {missing} in spec.mpiReplicaSpecs"):
         to_v2beta1(job)
     with pytest.raises(ConvertError, match=f"no {missing} in spec.mpiReplicaSpecs"):
-        to_trainjob(job, "mpi-distributed")
+        to_trainjob(job)
 
 
 def test_early_v2beta1_spec_level_fields_move_into_run_policy() -> None:
@@ -125,30 +122,23 @@ def test_mpi_distribution_becomes_mpi_implementation() -> None:
     assert to_v2beta1(job).obj["spec"]["mpiImplementation"] == "Intel"
 
 
-def test_a_failure_policy_is_a_note_in_a_trainjob() -> None:
-    job = load(ROOT / "examples" / "pi" / "pi.yaml")
-    job["spec"]["failurePolicy"] = {"maxRestarts": 2}
-    notes = to_trainjob(job, "mpi-distributed").notes
-    assert any(n.startswith("spec.failurePolicy: not carried over") for n in notes), notes
-
-
 CASES = {
     "training-operator-v1-horovod": (FIXTURES / "training-operator-v1-horovod.yaml", "v2beta1"),
     "pi-trainjob": (ROOT / "examples" / "pi" / "pi.yaml", "trainjob"),
-    "gpu-trainjob": (ROOT / "examples" / "gpu" / "tensorflow-benchmarks.yaml", "trainjob"),
-    "training-operator-v1-trainjob": (FIXTURES / "training-operator-v1-horovod.yaml", "trainjob"),
 }
 
 
 def _convert(path: Path, to: str) -> tuple[dict[str, Any], list[str]]:
-    result = to_v2beta1(load(path)) if to == "v2beta1" else to_trainjob(load(path), "mpi-distributed")
+    result = to_v2beta1(load(path)) if to == "v2beta1" else to_trainjob(load(path))
     return result.obj, result.notes
 
 
 @pytest.mark.parametrize("name", CASES, ids=list(CASES))
 def test_golden_conversions(name: str, update_golden: bool) -> None:
-    obj, notes = _convert(*CASES[name])
-    text = yaml.safe_dump(obj, sort_keys=False) + "".join(f"# note: {n}\n" for n in notes)
+    path, to = CASES[name]
+    result = to_v2beta1(load(path)) if to == "v2beta1" else to_trainjob(load(path))
+    text = yaml.safe_dump_all([*result.prerequisites, result.obj], sort_keys=False)
+    text += "".join(f"# note: {n}\n" for n in result.notes)
     path = GOLDEN / f"{name}.yaml"
     if update_golden:
         path.parent.mkdir(parents=True, exist_ok=True)
@@ -180,24 +170,6 @@ def test_training_operator_job_is_admitted_and_says_what_it_dropped(admission: A
         assert expected in joined
 
 
-@pytest.mark.parametrize("name", ["pi-trainjob", "gpu-trainjob", "training-operator-v1-trainjob"])
-def test_trainjobs_use_only_trainer_fields(name: str) -> None:
-    obj, notes = _convert(*CASES[name])
-    assert (obj["apiVersion"], obj["kind"]) == ("trainer.kubeflow.org/v1alpha1", "TrainJob")
-    assert set(obj["spec"]) <= TRAINJOB_SPEC and set(obj["spec"]["trainer"]) <= TRAINER
-    assert obj["spec"]["runtimeRef"]["name"] == "mpi-distributed"
-    assert any("hostfile" in n for n in notes)
-
-
-def test_trainjob_nodes_and_processes_follow_workers_and_slots() -> None:
-    obj, notes = _convert(*CASES["gpu-trainjob"])
-    trainer = obj["spec"]["trainer"]
-    assert (trainer["numNodes"], trainer["numProcPerNode"]) == (2, 2)
-    assert trainer["resourcesPerNode"] == {"limits": {"nvidia.com/gpu": "2"}}
-    assert trainer["command"][:4] == ["mpirun", "--allow-run-as-root", "-np", "4"]
-    assert any("cleanPodPolicy: not carried over" in n for n in notes)
-
-
 # --- the console script ------------------------------------------------------------------------------------
 
 
@@ -217,33 +189,6 @@ def test_converted_output_renders(tmp_path: Path) -> None:
     assert [c["kind"] for c in objects(rendered)][-1] == "Job"
 
 
-def test_convert_to_trainjob_from_stdin_with_a_runtime() -> None:
-    done = mpijob("convert", "--to", "trainjob", "--runtime", "my-openmpi", "-",
-                  stdin=(ROOT / "examples" / "pi" / "pi.yaml").read_text())  # fmt: skip
-    assert done.returncode == 0
-    assert objects(done)[0]["spec"]["runtimeRef"]["name"] == "my-openmpi"
-
-
 def test_runtime_without_trainjob_is_a_usage_error() -> None:
     done = mpijob("convert", "--runtime", "x", str(FIXTURES / "v1-tensorflow-benchmarks.yaml"))
-    assert done.returncode == 2 and "--runtime goes with --to trainjob" in done.stderr
-
-
-def test_trainjob_carries_pod_level_settings_as_overrides() -> None:
-    job = load(ROOT / "examples" / "pi" / "pi.yaml")
-    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
-    worker["metadata"] = {"labels": {"team": "hpc"}}
-    worker["spec"]["nodeSelector"] = {"pool": "cpu"}
-    worker["spec"]["tolerations"] = [{"key": "hpc", "operator": "Exists"}]
-    worker["spec"]["priorityClassName"] = "high"
-    result = to_trainjob(job, "mpi-distributed")
-    assert result.obj["spec"]["podTemplateOverrides"] == [
-        {
-            "targetJobs": [{"name": "node"}],
-            "metadata": {"labels": {"team": "hpc"}},
-            "spec": {"nodeSelector": {"pool": "cpu"}, "tolerations": [{"key": "hpc", "operator": "Exists"}]},
-        }
-    ]
-    joined = "\n".join(result.notes)
-    assert "Worker.template.spec.priorityClassName: not carried over" in joined
-    assert "rename them if your runtime calls its jobs otherwise" in joined
+    assert done.returncode == 2 and "--runtime and --gang-scheduling go with --to trainjob" in done.stderr

@@ -31,11 +31,12 @@ def base_spec(template: dict[str, Any]) -> dict[str, Any]:
     return canonical_pod_spec(template.get("spec") or {})
 
 
-def ssh_volume(job: str, mount_path: str) -> dict[str, Any]:
+def ssh_volume(job: str, mount_path: str, secret_name: str = "") -> dict[str, Any]:
     """The key pair and authorized_keys. The private key is never world-readable (upstream leaves it
     0644 off /root/.ssh): root reads it as owner, others through the pod's fsGroup (``with_ssh_fs_group``).
+    ``secret_name``: another Secret of the same keys than the job's own (a converted job's, on Trainer).
     """
-    secret: dict[str, Any] = {"secretName": names.ssh_secret_name(job)}
+    secret: dict[str, Any] = {"secretName": secret_name or names.ssh_secret_name(job)}
     private: dict[str, Any] = {"key": names.SSH_PRIVATE_KEY, "path": "id_rsa"}
     if mount_path == DEFAULT_SSH_AUTH_MOUNT_PATH:
         # ssh refuses a key its owner (root) shares with anyone.
@@ -103,6 +104,11 @@ def with_restart_attempt(
     """Ours, with a failure policy: the attempt's label, and ``MPIJOB_RESTART_ATTEMPT`` in every container
     (init containers too), so a training script can resume from its checkpoint."""
     env = {"name": names.RESTART_ATTEMPT_ENV, "value": str(attempt)}
+    return {**labels, names.RESTART_ATTEMPT_LABEL: str(attempt)}, with_env_everywhere(spec, env)
+
+
+def with_env_everywhere(spec: dict[str, Any], env: dict[str, Any]) -> dict[str, Any]:
+    """``env`` in every container and init container, replacing one of the same name."""
     out = dict(spec)
     for kind in ("initContainers", "containers"):
         if spec.get(kind):
@@ -110,7 +116,7 @@ def with_restart_attempt(
                 {**c, "env": [*(e for e in c.get("env") or [] if e.get("name") != env["name"]), env]}
                 for c in spec[kind]
             ]
-    return {**labels, names.RESTART_ATTEMPT_LABEL: str(attempt)}, out
+    return out
 
 
 def with_logs_as_termination_message(spec: dict[str, Any]) -> dict[str, Any]:

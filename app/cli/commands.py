@@ -255,13 +255,14 @@ def _print_text(results: list[tuple[Document, Finding]], jobs: int) -> None:
 
 
 def convert(args: argparse.Namespace) -> int:
-    from app.convert.mpijob import DEFAULT_RUNTIME, ConvertError, to_v2beta1
-    from app.convert.trainjob import to_trainjob
+    from app.convert.mpijob import ConvertError, to_v2beta1
+    from app.convert.trainjob import Target, to_trainjob
 
-    if args.runtime is not None and args.to != "trainjob":
-        _error("--runtime goes with --to trainjob")
+    if (args.runtime is not None or args.gang_scheduling) and args.to != "trainjob":
+        _error("--runtime and --gang-scheduling go with --to trainjob")
         return EXIT_UNUSABLE
     try:
+        target = Target(_runtime(args.runtime), args.gang_scheduling) if args.to == "trainjob" else None
         jobs = _mpijobs(_documents(args.file), source_name(args.file), "converted")
     except InputError as err:
         _error(str(err))
@@ -269,15 +270,23 @@ def convert(args: argparse.Namespace) -> int:
     out = []
     for doc in jobs:
         try:
-            if args.to == "trainjob":
-                result = to_trainjob(doc.data, args.runtime or DEFAULT_RUNTIME)
-            else:
-                result = to_v2beta1(doc.data)
+            result = to_trainjob(doc.data, target) if target is not None else to_v2beta1(doc.data)
         except ConvertError as err:
             _error(f"{doc.source}: document {doc.index + 1}: {err}")
             return EXIT_UNUSABLE
         for note in result.notes:
             print(f"mpijob convert: {_name(doc.data)}: {note}", file=sys.stderr)
-        out.append(result.obj)
+        out += [*result.prerequisites, result.obj]
     sys.stdout.write(dump_all(out))
     return EXIT_OK
+
+
+def _runtime(path: str | None) -> dict[str, Any] | None:
+    """The one (Cluster)TrainingRuntime in ``path``, if given."""
+    if path is None:
+        return None
+    found = [d.data for d in _documents(path) if isinstance(d.data, dict) and d.data.get("kind")]
+    runtimes = [d for d in found if str(d.get("kind")).endswith("TrainingRuntime")]
+    if len(runtimes) != 1:
+        raise InputError(f"--runtime {source_name(path)}: holds {len(runtimes)} TrainingRuntimes, not one")
+    return runtimes[0]

@@ -163,10 +163,10 @@ def _add_lint(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
 def _add_convert(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
     convert = commands.add_parser(
         "convert",
-        help="convert old MPIJobs to v2beta1, or MPIJobs to Trainer v2 TrainJobs",
+        help="convert old MPIJobs to v2beta1, or MPIJobs to Kubeflow Trainer v2.3 TrainJobs",
         description="Convert kubeflow.org/v1alpha2 and v1 MPIJobs (mpi-operator's and training-operator's) to"
-        " kubeflow.org/v2beta1, or any of them to a Kubeflow Trainer v2 TrainJob. The result goes to stdout;"
-        " what could not be carried over, and why, to stderr.",
+        " kubeflow.org/v2beta1, or any of them to a Kubeflow Trainer v2.3 TrainJob (after the TrainingRuntime"
+        " derived from it). The result goes to stdout; what could not be carried over, and why, to stderr.",
     )
     convert.add_argument("file", metavar="FILE", help="manifest; - for stdin")
     convert.add_argument(
@@ -174,8 +174,18 @@ def _add_convert(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     convert.add_argument(
         "--runtime",
+        metavar="FILE",
         default=None,
-        help="ClusterTrainingRuntime for --to trainjob (default mpi-distributed, Trainer's OpenMPI runtime)",
+        help="with --to trainjob: run the jobs on this existing (Cluster)TrainingRuntime (its manifest, e.g."
+        " from kubectl get clustertrainingruntime NAME -o yaml), what differs as runtimePatches; default: a"
+        " TrainingRuntime derived from each job",
+    )
+    convert.add_argument(
+        "--gang-scheduling",
+        metavar="NAME",
+        default="",
+        help="with --to trainjob: the hook's MPI_OPERATOR_GANG_SCHEDULING the jobs ran under (volcano, or the"
+        " coscheduler's scheduler name), carried as the runtime's podGroupPolicy (default: none)",
     )
 
 

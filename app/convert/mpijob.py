@@ -1,4 +1,4 @@
-"""``mpijob convert``: old MPIJobs to ``kubeflow.org/v2beta1`` (the TrainJob side is convert_trainjob.py).
+"""``mpijob convert``: old MPIJobs to ``kubeflow.org/v2beta1`` (the TrainJob side is ``trainjob.py``).
 
 Reads ``kubeflow.org/v1alpha2`` and ``kubeflow.org/v1`` MPIJobs, both mpi-operator's and training-operator's
 (same group and version, a superset of fields), and v2beta1 itself (for ``--to trainjob``). Every field that
@@ -14,9 +14,6 @@ from typing import Any
 
 V2BETA1 = "kubeflow.org/v2beta1"
 OLD_VERSIONS = ("kubeflow.org/v1alpha2", "kubeflow.org/v1")
-TRAINJOB_API_VERSION = "trainer.kubeflow.org/v1alpha1"
-# Kubeflow Trainer's ClusterTrainingRuntime with mlPolicy.mpi (mpiImplementation OpenMPI).
-DEFAULT_RUNTIME = "mpi-distributed"
 _DISTRIBUTIONS = {"open_mpi": "OpenMPI", "intel_mpi": "Intel", "mpich": "MPICH"}
 _IMPLEMENTATIONS = ("OpenMPI", "Intel", "MPICH")
 _RUN_POLICY = (
@@ -40,6 +37,8 @@ class ConvertError(ValueError):
 class Conversion:
     obj: dict[str, Any]
     notes: list[str] = field(default_factory=list)
+    # Objects to apply before ``obj`` (a TrainJob's own TrainingRuntime).
+    prerequisites: list[dict[str, Any]] = field(default_factory=list)
 
 
 def to_v2beta1(doc: dict[str, Any]) -> Conversion:

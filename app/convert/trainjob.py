@@ -1,166 +1,126 @@
-"""``mpijob convert --to trainjob``: an MPIJob as a Kubeflow Trainer v2 TrainJob on an OpenMPI runtime.
+"""``mpijob convert --to trainjob``: an MPIJob as a Kubeflow Trainer v2.3 TrainJob that runs the same job.
 
-A TrainJob names a ClusterTrainingRuntime (which holds the pod templates and the MPI policy) and overrides
-a few things: the trainer's image, command, env, node count, processes per node and resources, plus pod-level
-overrides per replicated job (``launcher``, ``node``). What the MPIJob says that a TrainJob cannot is listed
-as a note; the runtime must supply it.
+By default each MPIJob becomes a namespaced TrainingRuntime derived from it (``trainer_runtime``: its
+templates, MPI policy, gang and failure policies) and a TrainJob of the same name that references it, with
+``numNodes`` counted as Trainer counts it: the workers, plus the launcher when it is one of the nodes
+(``runLauncherAsWorker``, Trainer's ``runLauncherAsNode``). With an existing (Cluster)TrainingRuntime
+(``trainer_patches``), the TrainJob carries what differs as ``trainer`` fields and ``runtimePatches``.
+
+What Trainer cannot run is refused (``ConvertError``, with the reason and the way out), never turned into a
+TrainJob that would run differently; what it runs otherwise, or not at all, is a note saying why.
 """
 
 from __future__ import annotations
 
-import copy
+from dataclasses import dataclass
 from typing import Any
 
 from pydantic import ValidationError
 
-from app.api.defaults import DEFAULT_SLOTS_PER_WORKER
-from app.api.types import MPIJob
-from app.convert.mpijob import TRAINJOB_API_VERSION, Conversion, ConvertError, as_object, to_v2beta1
-
-POD_OVERRIDES = (
-    "serviceAccountName", "nodeSelector", "affinity", "tolerations", "volumes", "schedulingGates",
-    "imagePullSecrets",
-)  # fmt: skip
-_RUN_POLICY_WHY = {
-    "cleanPodPolicy": "JobSet deletes its pods with the TrainJob; there is no per-policy cleanup",
-    "ttlSecondsAfterFinished": "a TrainJob has no TTL",
-    "activeDeadlineSeconds": "set it in the runtime's Job template",
-    "backoffLimit": "set it in the runtime's Job template (or the JobSet failurePolicy)",
-    "schedulingPolicy": "gang scheduling is the runtime's podGroupPolicy",
-}
+from app.api.defaults import Job, with_defaults
+from app.api.types import MULTIKUEUE_CONTROLLER, LauncherCreationPolicy, MPIJob
+from app.api.validation import aggregate, validate
+from app.convert import trainer
+from app.convert.mpijob import Conversion, ConvertError, to_v2beta1
+from app.convert.trainer_failures import map_failure_policy
+from app.convert.trainer_notes import derived_notes
+from app.convert.trainer_patches import RuntimeFit, fit_runtime
+from app.convert.trainer_runtime import derived_runtime
+from app.kube.gang import GangScheduler, gang_scheduler
 
 
-def to_trainjob(doc: dict[str, Any], runtime: str) -> Conversion:
+@dataclass(frozen=True)
+class Target:
+    """What the TrainJobs run on: a TrainingRuntime derived from each job (no ``runtime``), or the given
+    (Cluster)TrainingRuntime. ``gang_scheduling`` is the hook's setting the job ran under (derived only)."""
+
+    runtime: dict[str, Any] | None = None
+    gang_scheduling: str = ""
+
+
+def to_trainjob(doc: dict[str, Any], target: Target | None = None) -> Conversion:
+    target = target or Target()
     base = to_v2beta1(doc)
-    job, notes = base.obj, base.notes
+    job = checked_job(base.obj)
+    gang = gang_scheduler(target.gang_scheduling)
+    refuse_what_trainer_cannot_run(job, gang)
+    notes = list(base.notes)
+    if target.runtime is None:
+        failures = map_failure_policy(job)
+        runtime = derived_runtime(job, gang, failures)
+        notes += failures.notes + derived_notes(job, gang)
+        ref = {"apiGroup": trainer.GROUP, "kind": trainer.TRAINING_RUNTIME, "name": job.name}
+        fit = RuntimeFit(ref)
+        prerequisites = [runtime]
+    else:
+        if gang is not None:
+            raise ConvertError("--gang-scheduling goes without --runtime: a runtime's podGroupPolicy decides")
+        fit = fit_runtime(job, target.runtime)
+        notes += fit.notes
+        prerequisites = []
+    return Conversion(_trainjob(job, base.obj, fit), notes, prerequisites)
+
+
+def checked_job(obj: dict[str, Any]) -> Job:
+    """The v2beta1 job, defaulted, if the hook would run it: an invalid one converts to nothing."""
     try:
-        MPIJob.model_validate(job)  # the shape is an MPIJob's: numbers are numbers, specs are objects
+        job = with_defaults(MPIJob.model_validate(obj))
     except ValidationError as err:
         first = err.errors()[0]
         where = ".".join(str(part) for part in first["loc"])
         raise ConvertError(f"not a valid MPIJob ({where}: {first['msg']})") from None
-    spec = as_object(job.get("spec"))
-    specs = as_object(spec.get("mpiReplicaSpecs"))
-    launcher, worker = as_object(specs.get("Launcher")), as_object(specs.get("Worker"))
-    main = _first_container(launcher)
-    trainer = _trainer(spec, main, _first_container(worker), worker, notes)
-    train_spec: dict[str, Any] = {
-        "runtimeRef": {"name": runtime, "apiGroup": "trainer.kubeflow.org", "kind": "ClusterTrainingRuntime"},
-        "trainer": trainer,
-    }
-    overrides = [o for o in (_override("launcher", launcher), _override("node", worker)) if o]
-    if overrides:
-        train_spec["podTemplateOverrides"] = overrides
-        notes.append(
-            "podTemplateOverrides: they target the runtime's replicated jobs 'launcher' and 'node'; rename"
-            " them if your runtime calls its jobs otherwise"
+    errors = validate(job)
+    if errors:
+        raise ConvertError(f"not a valid MPIJob: {aggregate(errors)}")
+    return job
+
+
+def refuse_what_trainer_cannot_run(job: Job, gang: GangScheduler | None) -> None:
+    if job.mpi_implementation not in trainer.MPI_IMPLEMENTATIONS:
+        raise ConvertError(
+            f"spec.mpiImplementation {job.mpi_implementation}: Kubeflow Trainer {trainer.TRAINER_VERSION}"
+            f" runs {' and '.join(trainer.MPI_IMPLEMENTATIONS)} only (its mlPolicy.mpi.mpiImplementation"
+            " accepts no other): keep this job an MPIJob, or move its image to Open MPI first"
         )
-    run_policy = as_object(spec.get("runPolicy"))
-    if run_policy.get("suspend") is not None:
-        train_spec["suspend"] = run_policy["suspend"]
-    if run_policy.get("managedBy"):
-        train_spec["managedBy"] = run_policy["managedBy"]
-    _differences(spec, launcher, worker, notes)
-    metadata = {k: v for k, v in as_object(job.get("metadata")).items() if k != "generateName"}
-    obj = {"apiVersion": TRAINJOB_API_VERSION, "kind": "TrainJob", "metadata": metadata, "spec": train_spec}
-    return Conversion(obj, notes)
-
-
-def _first_container(replica: dict[str, Any]) -> dict[str, Any]:
-    containers = as_object(as_object(replica.get("template")).get("spec")).get("containers")
-    return as_object(containers[0]) if isinstance(containers, list) and containers else {}
-
-
-def _trainer(
-    spec: dict[str, Any], main: dict[str, Any], node: dict[str, Any], worker: dict[str, Any], notes: list[str]
-) -> dict[str, Any]:
-    trainer = {k: copy.deepcopy(main[k]) for k in ("image", "command", "args", "env") if main.get(k)}
-    nodes = int(worker.get("replicas") or 0)
-    if spec.get("runLauncherAsWorker"):
-        nodes += 1
-        notes.append(
-            "spec.runLauncherAsWorker: numNodes counts the launcher; the runtime must set"
-            " mlPolicy.mpi.runLauncherAsNode: true"
+    longest = trainer.longest_pod_name(job.name, job.worker_replicas)
+    if longest > trainer.POD_NAME_MAX:
+        raise ConvertError(
+            f"metadata.name {job.name!r} is too long for Trainer: JobSet names its Pods"
+            f" <name>-{trainer.LAUNCHER_JOB}-0-0-<5 characters> and <name>-{trainer.NODE_JOB}-0-<index>-<5"
+            f" characters>, at most {trainer.POD_NAME_MAX} characters ({longest} here); give the"
+            " TrainJob a shorter name"
         )
-    trainer["numNodes"] = nodes
-    trainer["numProcPerNode"] = int(spec.get("slotsPerWorker", DEFAULT_SLOTS_PER_WORKER))
-    if node.get("resources"):
-        trainer["resourcesPerNode"] = copy.deepcopy(node["resources"])
-    if node.get("image") and node.get("image") != main.get("image"):
-        notes.append(
-            f"Worker image {node['image']!r}: a TrainJob has one trainer image ({main.get('image')!r}); the"
-            " runtime's node template must use the worker image"
+    if job.run_policy.active_deadline_seconds == 0:
+        raise ConvertError(
+            "spec.runPolicy.activeDeadlineSeconds 0 fails the job at once; a TrainJob's activeDeadlineSeconds"
+            " must be at least 1: remove it, or set the deadline you mean"
         )
-    return trainer
-
-
-def _override(target: str, replica: dict[str, Any]) -> dict[str, Any] | None:
-    template = as_object(replica.get("template"))
-    pod = as_object(template.get("spec"))
-    spec = {k: copy.deepcopy(pod[k]) for k in POD_OVERRIDES if pod.get(k)}
-    meta = {
-        k: copy.deepcopy(v)
-        for k, v in as_object(template.get("metadata")).items()
-        if k in ("labels", "annotations")
-    }
-    if not spec and not meta:
-        return None
-    override: dict[str, Any] = {"targetJobs": [{"name": target}]}
-    if meta:
-        override["metadata"] = meta
-    if spec:
-        override["spec"] = spec
-    return override
-
-
-def _differences(
-    spec: dict[str, Any], launcher: dict[str, Any], worker: dict[str, Any], notes: list[str]
-) -> None:
-    implementation = spec.get("mpiImplementation", "OpenMPI")
-    if implementation != "OpenMPI":
-        notes.append(f"spec.mpiImplementation: {implementation}: Trainer's MPI runtime supports OpenMPI only")
-    for key, value in as_object(spec.get("runPolicy")).items():
-        if key in _RUN_POLICY_WHY and value is not None:
-            notes.append(f"spec.runPolicy.{key}: not carried over: {_RUN_POLICY_WHY[key]}")
-    if spec.get("failurePolicy") is not None:
-        notes.append(
-            "spec.failurePolicy: not carried over: a TrainJob has no such field; the runtime's JobSet"
-            " failurePolicy (maxRestarts, rules) and its Jobs' podFailurePolicy (exit codes, Pod conditions)"
-            " come closest"
+    waits = job.launcher_creation_policy == LauncherCreationPolicy.WAIT_FOR_WORKERS_READY
+    if gang is not None and waits:
+        raise ConvertError(
+            "launcherCreationPolicy WaitForWorkersReady with gang scheduling: Trainer's PodGroup counts the"
+            " launcher from the start, and a launcher that waits for Ready nodes is never created, so the"
+            " gang never fits (kubeflow/mpi-operator#608, which the hook avoids); use AtStartup (ssh"
+            " retries until the nodes answer), or convert without --gang-scheduling"
         )
-    if spec.get("launcherCreationPolicy") == "WaitForWorkersReady":
-        notes.append("spec.launcherCreationPolicy: the runtime's launcher dependsOn node Ready does this")
-    if spec.get("sshAuthMountPath"):
-        notes.append(
-            "spec.sshAuthMountPath: the runtime's mlPolicy.mpi.sshAuthMountPath must be"
-            f" {spec['sshAuthMountPath']}"
-        )
-    for kind, replica in (("Launcher", launcher), ("Worker", worker)):
-        _container_differences(kind, replica, notes)
-    notes.append(
-        "hostfile: Trainer writes short host names (<job>-node-0-0.<job>) and mounts it on the launcher only;"
-        " mpirun -np must equal numNodes x numProcPerNode"
-    )
 
 
-def _container_differences(kind: str, replica: dict[str, Any], notes: list[str]) -> None:
-    pod = as_object(as_object(replica.get("template")).get("spec"))
-    raw = pod.get("containers")
-    containers = [c for c in raw if isinstance(c, dict)] if isinstance(raw, list) else []
-    for index, container in enumerate(containers):
-        where = f"spec.mpiReplicaSpecs.{kind}.template.spec.containers[{index}]"
-        if index > 0:
-            notes.append(
-                f"{where}: extra container {container.get('name')!r} not carried over (runtime template)"
-            )
-            continue
-        carried = (
-            {"name", "image", "command", "args", "env"}
-            if kind == "Launcher"
-            else {"name", "image", "resources"}
-        )
-        lost = sorted(set(container) - carried)
-        if lost:
-            notes.append(f"{where}: {', '.join(lost)} not carried over (set them in the runtime's template)")
-    for key in sorted(set(pod) - set(POD_OVERRIDES) - {"containers"}):
-        notes.append(f"spec.mpiReplicaSpecs.{kind}.template.spec.{key}: not carried over (runtime template)")
+def _trainjob(job: Job, obj: dict[str, Any], fit: RuntimeFit) -> dict[str, Any]:
+    # Trainer counts the launcher among the nodes when it runs ranks (runLauncherAsNode, checked to be
+    # runLauncherAsWorker), and then makes numNodes - 1 node Pods (pkg/runtime/framework/plugins/mpi).
+    nodes = job.worker_replicas + int(job.run_launcher_as_worker)
+    # numProcPerNode always: left out, Trainer would count GPUs per node instead of slots.
+    train: dict[str, Any] = {**fit.trainer, "numNodes": nodes, "numProcPerNode": job.slots_per_worker}
+    spec: dict[str, Any] = {"runtimeRef": fit.runtime_ref, "trainer": train}
+    if fit.patch is not None:
+        spec["runtimePatches"] = [{"manager": trainer.PATCH_MANAGER, "trainingRuntimeSpec": fit.patch}]
+    policy = job.run_policy
+    if policy.suspend is not None:
+        spec["suspend"] = policy.suspend
+    if policy.active_deadline_seconds is not None:
+        spec["activeDeadlineSeconds"] = policy.active_deadline_seconds
+    if policy.managed_by == MULTIKUEUE_CONTROLLER:
+        spec["managedBy"] = MULTIKUEUE_CONTROLLER
+    source = obj.get("metadata") or {}
+    metadata = {k: source[k] for k in ("name", "namespace", "labels", "annotations") if source.get(k)}
+    return {"apiVersion": trainer.API_VERSION, "kind": trainer.TRAINJOB, "metadata": metadata, "spec": spec}
