@@ -62,6 +62,8 @@ class SetCondition:
     milestone: Milestone | None = None
     # IF_ABSENT: the condition's timestamps (else the sync's ``now``).
     stamp: str | None = None
+    # The Event's message where upstream's differs from the condition's (its Running Event has no period).
+    event_message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -74,7 +74,7 @@ class _Conditions:
         self.start_time, self.completion_time = job.status.start_time, job.status.completion_time
 
     def set(self, kind: ConditionType, status: str, reason: str, message: str, **how: Any) -> None:
-        """``how``: the rest of ``intents.SetCondition`` (write, event, milestone, stamp)."""
+        """``how``: the rest of ``intents.SetCondition`` (write, event, milestone, stamp, event_message)."""
         self.intents.append(SetCondition(kind, status, reason, message, **how))
 
     def decide(self) -> Stage:
@@ -179,7 +179,16 @@ class _Conditions:
             and progress.launcher.running_pods >= 1
             and progress.workers.counts.active == progress.workers.counts.listed
         ):
-            self.set(ConditionType.RUNNING, "True", REASON_RUNNING, f"{self.who} is running.")
+            # Upstream's Event says the same without the condition's period.
+            message = f"{self.who} is running."
+            self.set(
+                ConditionType.RUNNING,
+                "True",
+                REASON_RUNNING,
+                message,
+                event="Normal",
+                event_message=f"{self.who} is running",
+            )
 
 
 def launcher_failure(who: str, launcher: LauncherState, workers: list[Exit]) -> tuple[str, str]:

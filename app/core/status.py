@@ -73,7 +73,8 @@ def apply(
     conditions.append({k: v for k, v in new.items() if v})
     if intent.event is None:
         return None
-    return Event(intent.event, intent.reason, intent.message, intent.milestone, key)
+    message = intent.event_message or intent.message
+    return Event(intent.event, intent.reason, message, intent.milestone, key)
 
 
 def _changes(current: WireCondition | None, intent: SetCondition) -> bool:
