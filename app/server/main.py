@@ -114,16 +114,25 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
         admission_wait_seconds=settings.admission_wait_seconds,
         read_timeout_seconds=settings.read_timeout_seconds,
     )
+    guard = BodyGuard(
+        web,
+        limits=limits,
+        endpoints=_endpoints(hook),
+        on_reject=metrics.error,
+        on_bytes=metrics.in_flight_bytes.set,
+    )
+    return HookApp(hook, guard)
+
+
+def _endpoints(hook: Hook) -> dict[str, Endpoint]:
+    """The hooks the guard answers itself, recorded for ``mpijob replay`` when recording is on."""
     endpoints: dict[str, Endpoint] = {
         "/sync": functools.partial(sync_endpoint, hook),
         "/customize": functools.partial(customize_endpoint, hook),
     }
     if hook.recorder is not None:
         endpoints = {path: hook.recorder.wrap(path.lstrip("/"), e) for path, e in endpoints.items()}
-    guard = BodyGuard(
-        web, limits=limits, endpoints=endpoints, on_reject=metrics.error, on_bytes=metrics.in_flight_bytes.set
-    )
-    return HookApp(hook, guard)
+    return endpoints
 
 
 def _recorder(settings: Settings, metrics: Metrics) -> EventRecorder | None:
