@@ -1,11 +1,12 @@
 """The sync hook as a pure function: one Metacontroller request in, desired children and status out.
 
 Read top-down, in the order a sync happens:
-1. Parse the parent. A job managed by another controller, or being deleted, gets its children and
-   status back untouched.
-2. Default and validate. An invalid job keeps every child it has (re-emitted as last applied) and gets an
-   ``Invalid`` condition listing every error: never a deleted running job because of a bad edit.
-3. Classify the observed children, then decide everything once (``plan``).
+1. Read the parent (``app.kube.parent``, once). A job managed by another controller, or being deleted,
+   gets its children and status back untouched.
+2. Default and validate. An invalid job (a parent of the wrong shape too) keeps every child it has
+   (re-emitted as last applied) and gets an ``Invalid`` condition listing every error: never a deleted
+   running job because of a bad edit.
+3. Classify the observed children, then decide everything once (``plan``: the policies).
 4. Render the status and the children from the plan.
 No clock, randomness, caches or I/O here: ``now``, key material and the settings are passed in.
 """
