@@ -6,6 +6,7 @@ from __future__ import annotations
 import os
 import shutil
 import tempfile
+from collections.abc import Iterator
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -15,6 +16,7 @@ import pytest
 from app.kube.keys import SeededKeys
 from app.settings import Settings
 from tests import metacontroller_standin
+from tests.clusters import Logged, Target, namespace_name
 from tests.e2e.controlplane import metacontroller_crds, tarball_dir
 
 NOW = datetime(2026, 5, 4, 9, 0, 30, tzinfo=UTC)
@@ -99,3 +101,29 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             for key, value in getattr(report, "user_properties", []):
                 if key == "e2e_summary":
                     terminalreporter.write_line(f"e2e: {value}")
+
+
+@pytest.fixture
+def ns(target: Target, request: pytest.FixtureRequest) -> Iterator[str]:
+    """A fresh namespace per test on the cluster it runs against (``target``), deleted afterwards without
+    waiting; the test fails if the cluster saw something go wrong in it (``Target.namespace_problems``)."""
+    name = namespace_name(request.node.name)
+    target.kube.create(
+        "namespaces", None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
+    )
+    yield name
+    problems = target.namespace_problems(name)
+    target.kube.delete("namespaces", None, name)
+    assert problems == [], f"what went wrong in namespace {name}"
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_makereport(item: pytest.Item) -> Iterator[None]:
+    """On a failed test that ran against a cluster, attach the tails of its processes' logs to the report."""
+    outcome = yield
+    report = outcome.get_result()
+    if not report.failed:
+        return
+    harnesses = {id(v): v for v in getattr(item, "funcargs", {}).values() if isinstance(v, Logged)}
+    for harness in harnesses.values():
+        report.sections.append((harness.LOGS, harness.log_tails()))

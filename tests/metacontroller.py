@@ -40,6 +40,7 @@ import orjson
 import yaml
 
 from app.core.customize import customize
+from app.core.intents import Event
 from app.core.sync import Verdict, sync
 from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
@@ -213,6 +214,8 @@ class FakeMetacontroller:
         self.objects: dict[tuple[str, str], dict[str, Any]] = {}  # (gvk key, name) -> object
         self.parent: dict[str, Any] | None = None
         self.history: list[Writes] = []
+        # The Events each in-process sync decided (``SyncResult.events``), oldest first.
+        self.events: list[Event] = []
         self.last_response: dict[str, Any] = {}
         self._uids = 0
         self._resource_version = 1000
@@ -534,7 +537,20 @@ class FakeMetacontroller:
             config=self.settings.sync_config,
             judge=remember(self.memo),  # one memo per hook process, as the shell keeps it
         )
+        self.events.extend(result.events)
         return orjson.loads(orjson.dumps(result.response()))
+
+    def posted_events(self) -> list[tuple[str, str, str]]:
+        """(type, reason, message) of the Events the API server keeps: one per key, as the shell names each
+        Event by its key and the API server refuses the same name twice (a repeated sync's, another
+        replica's)."""
+        seen: set[str] = set()
+        kept = []
+        for event in self.events:
+            if event.key not in seen:
+                seen.add(event.key)
+                kept.append((event.type, event.reason, event.message))
+        return kept
 
     def sync_until_steady(self, limit: int = 6) -> int:
         """Sync until a sync writes nothing; return how many syncs that took (fail past ``limit``)."""

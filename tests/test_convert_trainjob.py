@@ -24,8 +24,8 @@ from app.api.defaults import with_defaults
 from app.api.types import MPIJob, ReplicaType
 from app.convert.mpijob import Conversion, ConvertError, to_v2beta1
 from app.convert.trainjob import Target, to_trainjob
-from app.core.failures import Action, Failure, decide
 from app.core.observed import Exit
+from app.core.policies.failure import Action, PodFailure, rule_on
 from app.settings import Settings
 from tests.builders import JOB_UID, observe, sync_request
 from tests.golden_cases import PRIORITY_CLASSES, run, running
@@ -286,7 +286,7 @@ def test_failure_policy_decides_as_the_hook(
     result = convert(case)
     job = with_defaults(MPIJob.model_validate(case.job()))
     exit = Exit("p", "node", code, "Error", "") if code is not None else None
-    wanted = decide(job, Failure(replica, "p", exit, frozenset(conditions)), restarts)
+    wanted = rule_on(job, PodFailure(replica, "p", exit, frozenset(conditions)), restarts)
     jobset = result.prerequisites[0]["spec"]["template"]["spec"]
     name = "launcher" if replica is ReplicaType.LAUNCHER else "node"
     job_spec = next(j for j in jobset["replicatedJobs"] if j["name"] == name)["template"]["spec"]

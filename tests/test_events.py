@@ -26,7 +26,15 @@ import uvicorn
 from app.core.intents import Event, Milestone
 from app.core.sync import Outcome, SyncResult
 from app.kube.keys import SeededKeys
-from app.server.events import COMPONENT, MAX_NAME_CHARS, EventRecorder, Posting, TokenFile, event_name
+from app.server.events import (
+    COMPONENT,
+    MAX_NAME_CHARS,
+    Bounds,
+    EventRecorder,
+    Posting,
+    TokenFile,
+    event_name,
+)
 from app.server.main import create_app, sync_endpoint
 from app.server.metrics import Metrics
 from app.server.ratelimit import Budget, EventBudget
@@ -346,7 +354,7 @@ def test_a_full_queue_drops_without_blocking(token_file: Path) -> None:
 
     async def scenario() -> None:
         async with serving(ApiServer(delay=0.5)) as api:
-            events = recorder(api.url, token_file, metrics, queue_size=2)
+            events = recorder(api.url, token_file, metrics, bounds=Bounds(queue_size=2))
             await events.start()
             many = [Event("Normal", f"R{i}", "m", None, f"k{i}") for i in range(50)]
             started = time.perf_counter()
@@ -482,7 +490,7 @@ def test_a_namespace_over_its_budget_loses_its_events_not_the_others(token_file:
 
     async def scenario() -> None:
         async with serving(ApiServer()) as api:
-            events = recorder(api.url, token_file, metrics, budget=budget)
+            events = recorder(api.url, token_file, metrics, bounds=Bounds(budget=budget))
             await events.start()
             for i in range(10):
                 events.record(result(CREATED, name=f"flood-{i}", uid=f"uid-{i}"), NOW)

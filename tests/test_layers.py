@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 APP = Path(__file__).resolve().parent.parent / "app"
-PURE = sorted(p for layer in ("api", "kube", "children", "core") for p in (APP / layer).glob("*.py"))
+PURE = sorted(p for layer in ("api", "kube", "children", "core") for p in (APP / layer).rglob("*.py"))
 
 
 @pytest.mark.parametrize("path", PURE, ids=[str(p.relative_to(APP)) for p in PURE])

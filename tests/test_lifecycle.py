@@ -851,6 +851,47 @@ def test_eviction(update_golden: bool) -> None:
     assert mc.status["replicaStatuses"]["Worker"] == {}
 
 
+def test_the_events_of_a_jobs_life_are_upstreams() -> None:
+    """The MPIJob's Events over its life, as the Go operator (v0.8.2) records them: Created, Running (once
+    per transition to Running, its message without the condition's period), Suspended, Resumed, Running
+    again, Succeeded. Upstream records Running and Succeeded again on every sync while they hold; Events
+    are named by their transition here, so a repeated sync posts none (``posted_events``)."""
+    mc = FakeMetacontroller()
+    start(mc, mpijob("pi").workers(2).build())
+    mc.edit_spec("runPolicy.suspend", True)
+    steady(mc)
+    mc.edit_spec("runPolicy.suspend", False)
+    steady(mc)
+    mc.workers_running()
+    mc.start_launcher_pod()
+    steady(mc)
+    mc.finish_launcher("Complete")
+    steady(mc)
+    who = "MPIJob default/pi"
+    assert mc.posted_events() == [
+        ("Normal", "MPIJobCreated", f"{who} is created."),
+        ("Normal", "MPIJobRunning", f"{who} is running"),
+        ("Normal", "MPIJobSuspended", "MPIJob suspended"),
+        ("Normal", "MPIJobResumed", "MPIJob resumed"),
+        ("Normal", "MPIJobRunning", f"{who} is running"),
+        ("Normal", "MPIJobSucceeded", f"{who} successfully completed."),
+    ]
+    running = [e for e in mc.events if e.reason == "MPIJobRunning"]
+    assert len(running) == 2 and running[0].key != running[1].key
+
+
+def test_an_evicted_job_posts_upstreams_eviction_event() -> None:
+    mc = FakeMetacontroller()
+    start(mc, mpijob("pi").workers(2).build())
+    mc.set_pod("pi-worker-1", "Failed", reason="Evicted")
+    steady(mc)
+    assert [reason for _, reason, _ in mc.posted_events()] == [
+        "MPIJobCreated",
+        "MPIJobRunning",
+        "MPIJobEvicted",
+    ]
+
+
 def test_eviction_launcher_status_after_launcher_deleted() -> None:
     """Once the hook has deleted the launcher Job of an evicted job, no launcher is counted active."""
     mc = FakeMetacontroller()

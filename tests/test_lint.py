@@ -14,7 +14,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.api import names
+from app.api import child_names
 from app.api.lint import IGNORE_ANNOTATION, RULES, SEVERITIES, Rule, Severity, lint, lint_manifest
 from app.api.types import MPIJob
 from tests import test_crd
@@ -268,7 +268,7 @@ def test_the_crd_messages_are_the_ones_lint_prints() -> None:
     crd = yaml.safe_load(CRD_FILE.read_text())
     root = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
     messages = {r["message"] for r in root["x-kubernetes-validations"]}
-    assert messages == {names.NAME_NOT_DNS1035, names.NAME_TOO_LONG}
+    assert messages == {child_names.NAME_NOT_DNS1035, child_names.NAME_TOO_LONG}
 
 
 @pytest.mark.parametrize("job", VALID.values(), ids=VALID.keys())

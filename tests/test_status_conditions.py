@@ -16,8 +16,10 @@ from typing import Any
 import pytest
 
 from app.api.types import ConditionType, JobStatus
-from app.core.intents import SetCondition, truncate
-from app.core.plan import finished, timestamp
+from app.core.intents import SetCondition
+from app.core.messages import truncate
+from app.core.policies.finishing import has_finished
+from app.core.stage import timestamp
 from app.core.status import WireCondition, apply, conditions_from
 
 T0 = "2026-05-04T09:00:00Z"
@@ -298,7 +300,7 @@ def test_timestamp(now: datetime, want: str) -> None:
     ids=["none", "running", "succeeded", "failed", "failed false", "succeeded false", "succeeded unknown"],
 )
 def test_finished(conditions: list[WireCondition], want: bool) -> None:
-    assert finished(JobStatus.model_validate({"conditions": conditions})) is want
+    assert has_finished(JobStatus.model_validate({"conditions": conditions})) is want
 
 
 @pytest.mark.parametrize(

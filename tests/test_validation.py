@@ -12,8 +12,8 @@ from typing import Any
 
 import pytest
 
+from app.api.child_names import dns1035_label_errors
 from app.api.defaults import with_defaults
-from app.api.names import dns1035_label_errors
 from app.api.types import MPIJob
 from app.api.validation import FieldError, aggregate, validate
 

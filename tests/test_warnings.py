@@ -17,8 +17,9 @@ import yaml
 
 from app.api.defaults import with_defaults
 from app.api.types import JobStatus, MPIJob
-from app.core.intents import REASON_LINT, Event
-from app.core.plan import notices
+from app.core.intents import Event
+from app.core.notices import notices
+from app.core.reasons import REASON_LINT
 from app.core.status import WireCondition, write_conditions
 from app.core.warnings import lint_message
 from tests.builders import mpijob

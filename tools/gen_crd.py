@@ -33,7 +33,7 @@ ROOT = Path(__file__).resolve().parent.parent
 if str(ROOT) not in sys.path:  # `python tools/gen_crd.py` puts tools/ on sys.path, not the repo root
     sys.path.insert(0, str(ROOT))
 
-from app.api import limits, names  # noqa: E402  (needs the sys.path entry above)
+from app.api import child_names, limits  # noqa: E402  (needs the sys.path entry above)
 from app.api.defaults import (  # noqa: E402  (needs the sys.path entry above)
     DEFAULT_CLEAN_POD_POLICY,
     DEFAULT_LAUNCHER_CREATION_POLICY,
@@ -44,7 +44,7 @@ from app.api.defaults import (  # noqa: E402  (needs the sys.path entry above)
     DEFAULT_SSH_AUTH_MOUNT_PATH,
 )
 from app.api.limits import MAX_WORKERS  # noqa: E402  (needs the sys.path entry above)
-from app.api.lint_crd import QUANTITY_PATTERN  # noqa: E402  (needs the sys.path entry above)
+from app.api.lint.crd_rules import QUANTITY_PATTERN  # noqa: E402  (needs the sys.path entry above)
 from app.api.types import (  # noqa: E402  (needs the sys.path entry above)
     API_VERSION,
     KIND,
@@ -339,7 +339,7 @@ def _replica_count(replica_type: ReplicaType) -> tuple[dict[str, Any], list[dict
         field_path=".replicas",
         reason="FieldValueRequired",
     )
-    what = f"Workers are pods named <job>{names.WORKER_INFIX}<index>, reached by the launcher over SSH."
+    what = f"Workers are pods named <job>{child_names.WORKER_INFIX}<index>, reached by the launcher over SSH."
     return replicas, [required, _CONTAINERS_RULE], what
 
 
@@ -684,18 +684,18 @@ def _worker_index_expression() -> str:
 
 
 def root_rules() -> list[dict[str, Any]]:
-    """Upstream's validateMPIJobName: `<name>-worker-<replicas-1>` must be a DNS-1035 label (names.py)."""
+    """Upstream's validateMPIJobName: `<name>-worker-<replicas-1>` must be a DNS-1035 label (child_names)."""
     return [
         _rule(
-            f"!has(self.metadata.name) || self.metadata.name.matches('{names.DNS1035_LABEL_PATTERN}')",
-            names.NAME_NOT_DNS1035,
+            f"!has(self.metadata.name) || self.metadata.name.matches('{child_names.DNS1035_LABEL_PATTERN}')",
+            child_names.NAME_NOT_DNS1035,
             field_path=".metadata.name",
             reason="FieldValueInvalid",
         ),
         _rule(
-            f"!has(self.metadata.name) || size(self.metadata.name) + {len(names.WORKER_INFIX)}"
-            f" + size(string({_worker_index_expression()})) <= {names.DNS1035_LABEL_MAX}",
-            names.NAME_TOO_LONG,
+            f"!has(self.metadata.name) || size(self.metadata.name) + {len(child_names.WORKER_INFIX)}"
+            f" + size(string({_worker_index_expression()})) <= {child_names.DNS1035_LABEL_MAX}",
+            child_names.NAME_TOO_LONG,
             field_path=".metadata.name",
             reason="FieldValueInvalid",
         ),

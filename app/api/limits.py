@@ -19,7 +19,7 @@ from typing import Any
 
 import orjson
 
-from app.api import names
+from app.api import child_names
 from app.api.defaults import Job
 from app.api.types import MPIImplementation
 
@@ -70,11 +70,11 @@ def digits_total(count: int) -> int:
 def config_bytes(job: Job, cluster_domain: str) -> int:
     """JSON-encoded size of ``hostfile`` plus ``discover_hosts.sh`` when every worker runs."""
     replicas, slots = job.worker_replicas, job.slots_per_worker
-    tail = len(names.host_suffix(job.name, job.namespace, cluster_domain))
+    tail = len(child_names.host_suffix(job.name, job.namespace, cluster_domain))
     openmpi = job.mpi_implementation == MPIImplementation.OPENMPI
     slot_suffix = len(f" slots={slots}") if openmpi else len(f":{slots}")
-    worker_hosts = replicas * (len(names.worker_prefix(job.name)) + tail) + digits_total(replicas)
-    launcher_host = len(names.launcher_name(job.name)) + tail if job.run_launcher_as_worker else 0
+    worker_hosts = replicas * (len(child_names.worker_prefix(job.name)) + tail) + digits_total(replicas)
+    launcher_host = len(child_names.launcher_name(job.name)) + tail if job.run_launcher_as_worker else 0
     hosts = replicas + (1 if job.run_launcher_as_worker else 0)
     hostfile = worker_hosts + launcher_host + hosts * (slot_suffix + _NEWLINE)
     discover = len(_SHEBANG) + worker_hosts + launcher_host + hosts * (len(_ECHO) + _NEWLINE)

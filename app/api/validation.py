@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from app.api import limits, names
+from app.api import child_names, limits
 from app.api.defaults import Job, Replica
 from app.api.template_shape import INT64_MAX, INT64_MIN, template_problems
 from app.api.types import (
@@ -135,9 +135,9 @@ def _validate_sizes(job: Job, cluster_domain: str, annotation_budget: bool) -> l
 
 def _validate_name(job: Job) -> list[FieldError]:
     # A count beyond MAX_WORKERS is reported on the replicas field; its digits must not cost here.
-    index = names.last_worker_index(min(job.worker_replicas, limits.MAX_WORKERS))
-    hostname = names.worker_name(job.name, index)
-    problems = names.dns1035_label_errors(hostname)
+    index = child_names.last_worker_index(min(job.worker_replicas, limits.MAX_WORKERS))
+    hostname = child_names.worker_name(job.name, index)
+    problems = child_names.dns1035_label_errors(hostname)
     if not problems:
         return []
     detail = f"will not able to create pod and service with invalid DNS label {json.dumps(hostname)}: " + (

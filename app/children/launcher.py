@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from typing import Any
 
 from app.api.defaults import Job, Replica
@@ -67,9 +68,7 @@ def config_volume(job: str) -> dict[str, Any]:
     }
 
 
-def build_launcher_template(
-    job: Job, replica: Replica, membership: Membership | None = None
-) -> dict[str, Any]:
+def build_launcher_template(job: Job, replica: Replica) -> dict[str, Any]:
     name = job.name
     labels, annotations = pods.template_metadata(replica.template)
     labels.update(names.pod_labels(name, names.LAUNCHER))
@@ -92,18 +91,21 @@ def build_launcher_template(
     spec = pods.with_volumes(spec, [pods.ssh_volume(name, mount_path), config_volume(name)])
     spec = pods.with_ssh_fs_group(spec, mount_path)
     spec = with_wait_for_workers(spec, job)
-    if job.failure_policy is not None:
-        labels, spec = pods.with_restart_attempt(labels, spec, job.status.restarts[0])
-    if membership is not None:
-        labels, annotations, spec = decorate(membership, labels, annotations, spec)
+    return _template(labels, annotations, spec)
+
+
+def _template(labels: dict[str, str], annotations: dict[str, str], spec: dict[str, Any]) -> dict[str, Any]:
     metadata: dict[str, Any] = {"labels": labels}
     if annotations:
         metadata["annotations"] = annotations
     return {"metadata": metadata, "spec": spec}
 
 
-def build_launcher(job: Job, replica: Replica, membership: Membership | None = None) -> dict[str, Any]:
-    """The launcher Job. ``suspend`` is never emitted: a suspended MPIJob has no launcher (see the plan)."""
+def build_launcher(
+    job: Job, replica: Replica, attempt: int | None = None, membership: Membership | None = None
+) -> dict[str, Any]:
+    """The launcher Job. ``suspend`` is never emitted: a suspended MPIJob has no launcher (see the plan).
+    ``attempt`` and ``membership``: as the plan decided (``for_plan``)."""
     policy = job.run_policy
     spec: dict[str, Any] = {}
     if policy.ttl_seconds_after_finished is not None:
@@ -113,17 +115,40 @@ def build_launcher(job: Job, replica: Replica, membership: Membership | None = N
     if policy.backoff_limit is not None:
         spec["backoffLimit"] = policy.backoff_limit
     spec["podReplacementPolicy"] = "Failed"
-    spec["template"] = build_launcher_template(job, replica, membership)
-    labels = names.owned_labels(job.name)
-    if job.failure_policy is not None:
-        labels[names.RESTART_ATTEMPT_LABEL] = str(job.status.restarts[0])
-    return {
+    spec["template"] = build_launcher_template(job, replica)
+    launcher = {
         "apiVersion": "batch/v1",
         "kind": "Job",
         "metadata": {
             "name": names.launcher_name(job.name),
             "namespace": job.namespace,
-            "labels": labels,
+            "labels": names.owned_labels(job.name),
         },
         "spec": spec,
+    }
+    return for_plan(launcher, attempt, membership)
+
+
+def for_plan(
+    launcher: Mapping[str, Any], attempt: int | None, membership: Membership | None
+) -> dict[str, Any]:
+    """The launcher Job as the plan decided: labelled with the failure policy's ``attempt`` (its Pod's
+    containers told in ``MPIJOB_RESTART_ATTEMPT``), its Pod joined to a PodGroup. A new dict; nested
+    values are shared with ``launcher``, built once per parent (``templates``)."""
+    if attempt is None and membership is None:
+        return dict(launcher)
+    template = launcher["spec"]["template"]
+    labels = dict(template["metadata"]["labels"])
+    annotations = dict(template["metadata"].get("annotations") or {})
+    spec = template["spec"]
+    job_labels = dict(launcher["metadata"]["labels"])
+    if attempt is not None:
+        labels, spec = pods.with_restart_attempt(labels, spec, attempt)
+        job_labels[names.RESTART_ATTEMPT_LABEL] = str(attempt)
+    if membership is not None:
+        labels, annotations, spec = decorate(membership, labels, annotations, spec)
+    return {
+        **launcher,
+        "metadata": {**launcher["metadata"], "labels": job_labels},
+        "spec": {**launcher["spec"], "template": _template(labels, annotations, spec)},
     }

@@ -6,6 +6,7 @@ away), so a 4,096-worker job costs one template copy, not 4,096.
 
 from __future__ import annotations
 
+import copy
 from typing import Any
 
 from app.api.defaults import Job, Replica
@@ -19,9 +20,7 @@ DEFAULT_WORKER_COMMAND = ["/usr/sbin/sshd", "-De"]
 class WorkerFactory:
     """Builds worker Pods for one MPIJob; ``build(i)`` returns a new Pod dict."""
 
-    def __init__(
-        self, job: Job, replica: Replica, cluster_domain: str, membership: Membership | None = None
-    ) -> None:
+    def __init__(self, job: Job, replica: Replica, cluster_domain: str) -> None:
         self._job = job.name
         self._namespace = job.namespace
         self._index_offset = 1 if job.run_launcher_as_worker else 0
@@ -43,14 +42,21 @@ class WorkerFactory:
             default_command=DEFAULT_WORKER_COMMAND,
         )
         spec = pods.with_volumes(spec, [pods.ssh_volume(self._job, mount_path)])
-        spec = pods.with_ssh_fs_group(spec, mount_path)
-        if job.failure_policy is not None:
-            self._labels, spec = pods.with_restart_attempt(self._labels, spec, job.status.restarts[0])
+        self._spec = pods.with_ssh_fs_group(spec, mount_path)
+
+    def for_plan(self, attempt: int | None, membership: Membership | None) -> WorkerFactory:
+        """Workers as the plan decided: labelled with the failure policy's ``attempt`` (their containers
+        told in ``MPIJOB_RESTART_ATTEMPT``), joined to a PodGroup. Shares the rest with this factory."""
+        if attempt is None and membership is None:
+            return self
+        labels, annotations, spec = self._labels, self._annotations, self._spec
+        if attempt is not None:
+            labels, spec = pods.with_restart_attempt(labels, spec, attempt)
         if membership is not None:
-            self._labels, self._annotations, spec = decorate(
-                membership, self._labels, self._annotations, spec
-            )
-        self._spec = spec
+            labels, annotations, spec = decorate(membership, labels, annotations, spec)
+        factory = copy.copy(self)
+        factory._labels, factory._annotations, factory._spec = labels, annotations, spec
+        return factory
 
     def build(self, index: int) -> dict[str, Any]:
         name = names.worker_name(self._job, index)

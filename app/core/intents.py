@@ -1,8 +1,7 @@
 """What a sync wants done to the MPIJob's conditions, and the Events that announce it.
 
 The plan decides every condition change as an intent (which type, to what, why, with which Event); the
-status module is the one place that writes them (``status.apply``). Reasons are upstream's where upstream
-has one.
+status module is the one place that writes them (``status.apply``). The reasons are in ``reasons``.
 """
 
 from __future__ import annotations
@@ -11,28 +10,6 @@ from dataclasses import dataclass
 from enum import StrEnum
 
 from app.api.types import ConditionType
-
-REASON_CREATED = "MPIJobCreated"
-REASON_RUNNING = "MPIJobRunning"
-REASON_SUSPENDED = "MPIJobSuspended"
-REASON_RESUMED = "MPIJobResumed"
-REASON_SUCCEEDED = "MPIJobSucceeded"
-REASON_FAILED = "MPIJobFailed"
-REASON_EVICTED = "MPIJobEvicted"
-REASON_INVALID = "ValidationError"
-REASON_BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
-REASON_PODGROUP_NOT_DECLARED = "PodGroupChildNotDeclared"
-REASON_LINT = "LintWarnings"
-
-MESSAGE_LIMIT = 1024
-
-
-def truncate(message: str) -> str:
-    """Upstream ``truncateMessage``: longer than 1,024 bytes → first 1,021 and ``...``."""
-    raw = message.encode()
-    if len(raw) <= MESSAGE_LIMIT:
-        return message
-    return raw[: MESSAGE_LIMIT - 3].decode(errors="ignore") + "..."
 
 
 class Milestone(StrEnum):
@@ -85,6 +62,8 @@ class SetCondition:
     milestone: Milestone | None = None
     # IF_ABSENT: the condition's timestamps (else the sync's ``now``).
     stamp: str | None = None
+    # The Event's message where upstream's differs from the condition's (its Running Event has no period).
+    event_message: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -5,14 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
+from functools import cached_property
 
+from app.core.reasons import POD_EVICTED, REASON_DEADLINE_EXCEEDED
 from app.kube import names
-from app.kube.gang import PODGROUP_API_VERSIONS, SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION
-from app.kube.gang import RESOURCE as PODGROUPS
+from app.kube.gang import SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION
 from app.kube.request import ObservedJob, ObservedPod, ObservedSecret, SyncRequest
-
-# The launcher Job's Failed reason once it ran past ``activeDeadlineSeconds``.
-DEADLINE_EXCEEDED = "DeadlineExceeded"
 
 
 class LauncherOutcome(StrEnum):
@@ -75,13 +73,14 @@ class LauncherState:
     def ends_job(self) -> bool:
         """Done in a way no failure policy changes: succeeded, or past ``activeDeadlineSeconds`` (which
         bounds the whole job, not one attempt)."""
-        return self.outcome == LauncherOutcome.SUCCEEDED or self.failure_reason == DEADLINE_EXCEEDED
+        return self.outcome == LauncherOutcome.SUCCEEDED or self.failure_reason == REASON_DEADLINE_EXCEEDED
 
 
 @dataclass(frozen=True, slots=True)
 class WorkerCounts:
-    """Worker Pods by phase over upstream's worker list of this sync."""
+    """Worker Pods by phase over upstream's worker list of this sync: workers ``0..listed-1``."""
 
+    listed: int = 0
     active: int = 0
     succeeded: int = 0
     failed: int = 0
@@ -104,11 +103,42 @@ class Observed:
     # PriorityClass values by name (customize hook, gang scheduling only): they rank a PodGroup's replicas.
     priorities: Mapping[str, int] = field(default_factory=dict)
 
+    @cached_property
+    def launcher_state(self) -> LauncherState | None:
+        """The launcher Job, summarised once (None when it does not exist)."""
+        return launcher_state(self.launcher, self.launcher_pods)
+
+    def failed_worker_exits(self) -> list[Exit]:
+        """How each failed worker's container ended, by index (for the Failed condition's message)."""
+        pods = (self.workers[index] for index in sorted(self.workers))
+        return [exit for pod in pods if pod.phase == "Failed" and (exit := failed_exit(pod)) is not None]
+
+
+def count_workers(observed: Observed, listed: int) -> WorkerCounts:
+    """The phases of upstream's worker list of this sync: workers ``0..listed-1``."""
+    active = succeeded = failed = evicted = 0
+    for index in range(listed):
+        pod = observed.workers.get(index)
+        phase = pod.phase if pod is not None else ""
+        if phase == "Failed":
+            failed += 1
+            evicted += pod is not None and pod.status is not None and pod.status.reason == POD_EVICTED
+        elif phase == "Succeeded":
+            succeeded += 1
+        elif phase == "Running":
+            active += 1
+    return WorkerCounts(listed, active, succeeded, failed, evicted)
+
+
+def launcher_job(job_name: str, request: SyncRequest) -> ObservedJob | None:
+    """The job's launcher Job among the observed children, if it exists."""
+    name = names.launcher_name(job_name)
+    return next((j for j in (request.children.jobs or {}).values() if j.metadata.name == name), None)
+
 
 def classify(job_name: str, request: SyncRequest) -> Observed:
     children = request.children
-    launcher_name = names.launcher_name(job_name)
-    launcher = next((j for j in (children.jobs or {}).values() if j.metadata.name == launcher_name), None)
+    launcher = launcher_job(job_name, request)
     secret_name = names.ssh_secret_name(job_name)
     secret = next((s for s in (children.secrets or {}).values() if s.metadata.name == secret_name), None)
     prefix = names.worker_prefix(job_name)
@@ -123,9 +153,7 @@ def classify(job_name: str, request: SyncRequest) -> Observed:
         secret=secret,
         launcher_pods=_launcher_pods(job_name, request) if request.controller.has_customize_hook else None,
         podgroups=_podgroups(job_name, request),
-        podgroups_declared=frozenset(
-            v for v in PODGROUP_API_VERSIONS if request.controller.declares_child(v, PODGROUPS)
-        ),
+        podgroups_declared=request.controller.declared_podgroups,
         priorities=request.related.priority_values,
     )
 

@@ -1,59 +1,29 @@
-"""Failure messages a user can act on: which Pod, which container, what exit code, what the kubelet said.
+"""Every reason the hook writes on a condition or an Event, and the Kubernetes reasons it reads: one place.
 
-Upstream's Failed message is the launcher Job's ("Job has reached the specified backoff limit"), which
-says nothing of the worker that died or of what ``mpirun`` printed. Ours keeps that message first, then
-names each failed worker and how its container ended, then the launcher's own last words: the tail of
-its termination message, which the kubelet fills from the log's last lines when the container's
-``terminationMessagePolicy`` is ``FallbackToLogsOnError`` (the launcher's default here). The whole stays
-within upstream's 1,024 bytes, with no control characters; when it must be cut, the last words lose
-their beginning, since ``mpirun``'s verdict is at the end.
+Upstream's where upstream has one (``v2/pkg/controller/mpi_job_controller.go`` at v0.8.2), so alerts and
+dashboards written for the Go operator keep working.
 """
 
 from __future__ import annotations
 
-import re
+# Upstream's condition and Event reasons.
+REASON_CREATED = "MPIJobCreated"
+REASON_RUNNING = "MPIJobRunning"
+REASON_SUSPENDED = "MPIJobSuspended"
+REASON_RESUMED = "MPIJobResumed"
+REASON_SUCCEEDED = "MPIJobSucceeded"
+REASON_FAILED = "MPIJobFailed"
+REASON_EVICTED = "MPIJobEvicted"
+REASON_INVALID = "ValidationError"
 
-from app.core.intents import MESSAGE_LIMIT, truncate
-from app.core.observed import Exit
+# Ours: the lint Warning, a gang scheduler without its PodGroup child, and the failure policy's Failed
+# reasons (its Restarting reasons name the failed replica and why: ``PodFailure.reason``).
+REASON_LINT = "LintWarnings"
+REASON_PODGROUP_NOT_DECLARED = "PodGroupChildNotDeclared"
+REASON_FAIL_JOB_RULE = "FailJobRule"
+REASON_MAX_RESTARTS = "MaxRestartsReached"
 
-# A few names tell the story; a 4,096-worker job whose every worker failed must not fill the message.
-MAX_WORKERS_NAMED = 3
-_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_LINE_BREAKS = re.compile(r"\s*\n\s*")
-_ELLIPSIS = "..."
-
-
-def failure_message(head: str, launcher: Exit | None, workers: list[Exit]) -> str:
-    """``head``: upstream's message, as it is when nothing more is known; ``launcher``: how the launcher's
-    container last failed."""
-    if launcher is None and not workers:
-        return truncate(head)
-    message = _clean(head).rstrip(" :.")  # upstream appends ": " and the Pod's message, often empty
-    if workers:
-        named = ", ".join(_describe(exit) for exit in workers[:MAX_WORKERS_NAMED])
-        more = len(workers) - MAX_WORKERS_NAMED
-        message += f". Failed workers: {named}" + (f" and {more} more" if more > 0 else "")
-    if launcher is None:
-        return truncate(message)
-    message += f". Launcher {_describe(launcher)}"
-    last_words = _clean(launcher.message)
-    if not last_words:
-        return truncate(message)
-    prefix = message + ", last output: "
-    room = MESSAGE_LIMIT - len(prefix.encode()) - len(_ELLIPSIS)
-    if room <= 0:
-        return truncate(message)
-    if len(last_words.encode()) > room + len(_ELLIPSIS):
-        last_words = _ELLIPSIS + last_words.encode()[-room:].decode(errors="ignore")
-    return prefix + last_words
-
-
-def _describe(exit: Exit) -> str:
-    """``pi-worker-1: container worker exited with code 137 (OOMKilled)``."""
-    reason = f" ({_clean(exit.reason)})" if exit.reason else ""
-    return f"{exit.pod}: container {exit.container} exited with code {exit.code}{reason}"
-
-
-def _clean(text: str) -> str:
-    """One line: line breaks become `` | ``, tabs spaces, other control characters go."""
-    return _CONTROL.sub("", _LINE_BREAKS.sub(" | ", text.strip()).replace("\t", " "))
+# Kubernetes': the launcher Job's Failed reasons (the Job controller), and a Pod's (the kubelet).
+REASON_BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
+REASON_DEADLINE_EXCEEDED = "DeadlineExceeded"
+POD_EVICTED = "Evicted"

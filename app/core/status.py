@@ -14,9 +14,12 @@ from typing import Any
 
 from app.api.defaults import Job
 from app.api.types import ConditionType, JobStatus, ReplicaType
-from app.core import intents as i
+from app.core.intents import NOTICES, ConditionIntent, Event, RemoveCondition, SetCondition, Write
+from app.core.messages import truncate
 from app.core.observed import LauncherOutcome, LauncherState
-from app.core.plan import Plan, timestamp
+from app.core.plan import Plan
+from app.core.reasons import REASON_INVALID
+from app.core.stage import timestamp
 
 WireCondition = dict[str, str]
 
@@ -42,12 +45,12 @@ def find(conditions: list[WireCondition], kind: str) -> WireCondition | None:
 
 
 def apply(
-    conditions: list[WireCondition], intent: i.ConditionIntent, now: datetime, attempt: int = 0
-) -> i.Event | None:
+    conditions: list[WireCondition], intent: ConditionIntent, now: datetime, attempt: int = 0
+) -> Event | None:
     """Write one intent in place; return the Event that announces it, if it changed something.
     ``attempt``: the failure policy's attempt the status is in, part of the Event's key (Running and
     Restarting are removed rather than turned False, so each attempt's would otherwise look the same)."""
-    if isinstance(intent, i.RemoveCondition):
+    if isinstance(intent, RemoveCondition):
         conditions[:] = [c for c in conditions if c["type"] != intent.type]
         return None
     current = find(conditions, intent.type)
@@ -70,29 +73,30 @@ def apply(
     conditions.append({k: v for k, v in new.items() if v})
     if intent.event is None:
         return None
-    return i.Event(intent.event, intent.reason, intent.message, intent.milestone, key)
+    message = intent.event_message or intent.message
+    return Event(intent.event, intent.reason, message, intent.milestone, key)
 
 
-def _changes(current: WireCondition | None, intent: i.SetCondition) -> bool:
+def _changes(current: WireCondition | None, intent: SetCondition) -> bool:
     if current is None:
         return True
-    if intent.write == i.Write.IF_ABSENT:
+    if intent.write == Write.IF_ABSENT:
         return False
     same = current["status"] == intent.status and current.get("reason", "") == intent.reason
-    if intent.write == i.Write.NOTICE:
+    if intent.write == Write.NOTICE:
         return not same or current.get("message", "") != intent.message
     return not same
 
 
 def order(conditions: list[WireCondition]) -> list[WireCondition]:
     """Notices first (``intents.NOTICES``), then the stage conditions as written: the last is STATE."""
-    notices = [c for kind in i.NOTICES for c in conditions if c["type"] == kind]
-    return notices + [c for c in conditions if c["type"] not in i.NOTICES]
+    notices = [c for kind in NOTICES for c in conditions if c["type"] == kind]
+    return notices + [c for c in conditions if c["type"] not in NOTICES]
 
 
 def write_conditions(
-    stored: JobStatus, intents: Iterable[i.ConditionIntent], now: datetime, attempt: int = 0
-) -> tuple[list[WireCondition], tuple[i.Event, ...]]:
+    stored: JobStatus, intents: Iterable[ConditionIntent], now: datetime, attempt: int = 0
+) -> tuple[list[WireCondition], tuple[Event, ...]]:
     """The stored conditions with every intent applied, in order, and the Events of those that changed."""
     conditions = conditions_from(stored)
     events = [e for intent in intents if (e := apply(conditions, intent, now, attempt)) is not None]
@@ -125,36 +129,41 @@ def replica_status(active: int = 0, succeeded: int = 0, failed: int = 0) -> dict
 
 def next_status(
     job: Job, plan: Plan, stored: JobStatus, now: datetime
-) -> tuple[dict[str, Any], tuple[i.Event, ...]]:
+) -> tuple[dict[str, Any], tuple[Event, ...]]:
     """Upstream ``updateMPIJobStatus`` (and, for finished jobs, its cleanup), as one status and its Events.
 
     ``stored``: the status as Metacontroller sent it, the lint Warning included."""
-    conditions, events = write_conditions(stored, plan.conditions, now, plan.restart_attempt or 0)
+    recorded = plan.restarts.recorded
+    conditions, events = write_conditions(stored, plan.conditions, now, recorded[0] if recorded else 0)
     replicas = _finished_replicas(job.status, plan) if plan.finished_before else _active_replicas(job, plan)
-    status = render(conditions, replicas, plan.start_time, plan.completion_time, job.metadata.generation)
-    return _with_restarts(status, plan.restart_attempt, plan.restart_count), events
+    times = plan.stage.start_time, plan.stage.completion_time
+    status = render(conditions, replicas, *times, job.metadata.generation)
+    return _with_restarts(status, *(recorded or (None, None))), events
 
 
 def _finished_replicas(previous: JobStatus, plan: Plan) -> dict[str, dict[str, int]] | None:
     replicas = previous_replica_statuses(previous)
-    if plan.workers_cleaned:
+    if plan.finish.cleaning is not None:
         replicas = {**(replicas or {}), ReplicaType.WORKER.value: {}}
-    if plan.launcher is not None and not plan.launcher.done:
-        # That launcher is deleted by this response (see the plan).
-        launcher = replica_status(failed=plan.launcher.failed_pods)
-        replicas = {**(replicas or {}), ReplicaType.LAUNCHER.value: launcher}
+    launcher = plan.launcher.state
+    if launcher is not None and not launcher.done:
+        # That launcher is deleted by this response (``launcher_creation``).
+        replicas = {
+            **(replicas or {}),
+            ReplicaType.LAUNCHER.value: replica_status(failed=launcher.failed_pods),
+        }
     return replicas
 
 
 def _active_replicas(job: Job, plan: Plan) -> dict[str, dict[str, int]]:
     replicas = previous_replica_statuses(job.status) or {}
-    if plan.launcher is not None:
-        replicas[ReplicaType.LAUNCHER.value] = _launcher_replica_status(plan.launcher)
-    elif plan.suspended:
+    if plan.launcher.state is not None:
+        replicas[ReplicaType.LAUNCHER.value] = _launcher_replica_status(plan.launcher.state)
+    elif plan.suspension.suspended:
         # As upstream, whose suspended job has a suspended launcher Job (ours has none:
         # docs/compatibility.md).
         replicas[ReplicaType.LAUNCHER.value] = {}
-    counts = plan.worker_counts
+    counts = plan.workers.counts
     replicas[ReplicaType.WORKER.value] = replica_status(counts.active, counts.succeeded, counts.failed)
     return replicas
 
@@ -169,11 +178,11 @@ def _launcher_replica_status(launcher: LauncherState) -> dict[str, int]:
 
 def invalid_status(
     previous: JobStatus, generation: int | None, errors: str, now: datetime
-) -> tuple[dict[str, Any], tuple[i.Event, ...]]:
+) -> tuple[dict[str, Any], tuple[Event, ...]]:
     """``Invalid=True`` listing every error (a notice: the message is what to fix); the rest as stored."""
-    message = i.truncate(f"Found validation errors: {errors}")
-    invalid = i.SetCondition(
-        ConditionType.INVALID, "True", i.REASON_INVALID, message, i.Write.NOTICE, event="Warning"
+    message = truncate(f"Found validation errors: {errors}")
+    invalid = SetCondition(
+        ConditionType.INVALID, "True", REASON_INVALID, message, Write.NOTICE, event="Warning"
     )
     conditions, events = write_conditions(previous, (invalid,), now)
     replicas = previous_replica_statuses(previous)
@@ -182,7 +191,7 @@ def invalid_status(
 
 
 def _with_restarts(status: dict[str, Any], attempt: int | None, count: int | None) -> dict[str, Any]:
-    """The failure policy's record (``failures``); kept as stored by a sync that decides nothing."""
+    """The failure policy's record (``policies.failure``); kept as stored by a sync that decides nothing."""
     if attempt is not None:
         status["restartAttempt"] = attempt
     if count is not None:

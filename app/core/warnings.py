@@ -15,7 +15,7 @@ from typing import Any
 from app.api.defaults import Job
 from app.api.lint import Severity, lint
 from app.api.types import ConditionType, JobStatus, MPIJob
-from app.core.intents import truncate
+from app.core.messages import truncate
 
 
 def lint_message(parsed: MPIJob, raw: Mapping[str, Any] | None, validated: Job) -> str | None:

@@ -9,10 +9,6 @@ CompositeController's declarations) that ``app.children.podgroup`` builds.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING
-
-if TYPE_CHECKING:
-    from app.kube.request import Controller
 
 VOLCANO = "volcano"
 VOLCANO_API_VERSION = "scheduling.volcano.sh/v1beta1"
@@ -46,8 +42,3 @@ def gang_scheduler(setting: str) -> GangScheduler | None:
     """As upstream: empty = off, ``volcano`` = Volcano, any other value = scheduler-plugins with that name."""
     setting = setting.strip()
     return GangScheduler(setting) if setting else None
-
-
-def declares_a_podgroup(controller: Controller) -> bool:
-    """The CompositeController manages the PodGroup of some gang scheduler (an overlay is applied)."""
-    return any(controller.declares_child(api_version, RESOURCE) for api_version in PODGROUP_API_VERSIONS)

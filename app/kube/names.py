@@ -1,12 +1,12 @@
 """Names, labels and fixed strings of the objects an MPIJob owns — all in one place, as upstream.
 
-The child and host names are defined in ``app.api.names`` (validation checks the job's name against
+The child and host names are defined in ``app.api.child_names`` (validation checks the job's name against
 them) and re-exported here, so builders find every name of a child in this one module.
 """
 
 from __future__ import annotations
 
-from app.api import names as _api
+from app.api import child_names as _api
 
 # The child and host names, defined at the bottom layer with the DNS rules they imply.
 launcher_name = _api.launcher_name

@@ -8,8 +8,6 @@ map key, so hook versions v1 (``name``) and v2 (``namespace/name``) both work.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import msgspec
 
 from app.api.types import API_VERSION, KIND
@@ -221,13 +219,33 @@ class Controller(msgspec.Struct, frozen=True, gc=False):
     def has_customize_hook(self) -> bool:
         return bool(self.spec and self.spec.hooks and self.spec.hooks.customize)
 
+    @property
+    def declared_podgroups(self) -> frozenset[str]:
+        """The PodGroup apiVersions Metacontroller manages as children (a gang overlay is applied)."""
+        versions = gang.PODGROUP_API_VERSIONS
+        return frozenset(v for v in versions if self.declares_child(v, gang.RESOURCE))
 
-class _ParentHead(msgspec.Struct, frozen=True, gc=False):
+
+class ParentHead(msgspec.Struct, frozen=True, gc=False):
+    """What the parent is: enough to check that the request is about an MPIJob."""
+
     apiVersion: str = ""
     kind: str = ""
 
 
+class ParentName(msgspec.Struct, frozen=True, gc=False):
+    name: str = ""
+    namespace: str = ""
+
+
+class CustomizeParent(ParentHead, frozen=True, gc=False):
+    """All the customize hook reads of its parent: what and who it is."""
+
+    metadata: ParentName = ParentName()
+
+
 class SyncRequest(msgspec.Struct, frozen=True, gc=False):
+    # The parent stays raw: ``app.kube.parent`` reads it, once.
     parent: msgspec.Raw
     controller: Controller = Controller()
     children: Children = Children()
@@ -236,52 +254,66 @@ class SyncRequest(msgspec.Struct, frozen=True, gc=False):
     finalizing: bool = False
 
 
-@dataclass(frozen=True, slots=True)
-class PrunedRequest:
-    """A request that nested deeper than the decoder goes: decoded after ``depth.prune`` cut it at
-    ``where`` (a JSON path such as ``parent.spec...``), so the sync can say which MPIJob is unusable."""
-
-    request: SyncRequest
-    where: str
-
-
-Request = SyncRequest | PrunedRequest
+class CustomizeRequest(msgspec.Struct, frozen=True, gc=False):
+    parent: CustomizeParent
+    controller: Controller = Controller()
 
 
 _decoder = msgspec.json.Decoder(SyncRequest)
-_head_decoder = msgspec.json.Decoder(_ParentHead)
+_head_decoder = msgspec.json.Decoder(ParentHead)
+_customize_decoder = msgspec.json.Decoder(CustomizeRequest)
 
 
-def decode_request(body: bytes) -> Request:
-    """Decode and sanity-check a request body; raise ``RequestError`` with a message safe to return."""
+def decode_request(body: bytes) -> SyncRequest:
+    """Decode and sanity-check a sync request body; raise ``RequestError`` with a message safe to return.
+
+    A body nested deeper than the decoder goes is decoded with what lies beyond ``depth.MAX_DEPTH`` cut
+    away. When the cut is in the parent, the parent keeps its bytes as sent: its reader (``app.kube.parent``)
+    says where it is too deep, in an ``Invalid`` condition. Anywhere else it is a bad request."""
     if not body:
         raise RequestError("empty request body; expected a Metacontroller hook request")
+    body = bytes(body)  # the shell may pass a memoryview
     try:
-        request = _decode(body)
-        parent = request.request.parent if isinstance(request, PrunedRequest) else request.parent
-        head = _head_decoder.decode(parent)
+        request, cut = _decode(body)
+        _check_parent(_head_decoder.decode(request.parent))
     except msgspec.ValidationError as err:
         raise RequestError(f"not a Metacontroller hook request: {_where(err)}") from None
     except msgspec.DecodeError:
         raise RequestError("request body is not valid JSON") from None
     except RecursionError:
         raise RequestError("request body nests too deeply") from None
-    if head.kind != KIND or head.apiVersion != API_VERSION:
-        raise RequestError(f"parent must be a {KIND} of apiVersion {API_VERSION}")
+    if cut is None:
+        return request
+    parent = depth.member(body, "parent") if cut.startswith("parent.") else None
+    if parent is None:
+        raise RequestError("request body nests too deeply")
+    return msgspec.structs.replace(request, parent=msgspec.Raw(parent))
+
+
+def decode_customize_request(body: bytes) -> CustomizeRequest:
+    """The customize hook's request: its parent's identity and the CompositeController."""
+    try:
+        request = _customize_decoder.decode(body)
+    except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
+        raise RequestError("not a Metacontroller customize request") from None
+    _check_parent(request.parent)
+    if not request.parent.metadata.name:
+        raise RequestError("customize request has no parent name")
     return request
 
 
-# msgspec decodes about a thousand levels; anything below this many is cut (``depth.prune``).
-DECODE_DEPTH = 128
+def _check_parent(head: ParentHead) -> None:
+    if head.kind != KIND or head.apiVersion != API_VERSION:
+        raise RequestError(f"parent must be a {KIND} of apiVersion {API_VERSION}")
 
 
-def _decode(body: bytes) -> Request:
-    """Decode; a body nested deeper than the decoder goes is cut to ``DECODE_DEPTH`` and marked."""
+def _decode(body: bytes) -> tuple[SyncRequest, str | None]:
+    """The request, and where it was cut when it nests deeper than the decoder goes (else None)."""
     try:
-        return _decoder.decode(body)
+        return _decoder.decode(body), None
     except RecursionError:
-        pruned, where = depth.prune(bytes(body), DECODE_DEPTH)  # the shell may pass a memoryview
-    return PrunedRequest(_decoder.decode(pruned), where or "")
+        pruned, where = depth.prune(body)
+    return _decoder.decode(pruned), where or ""
 
 
 def _where(err: msgspec.ValidationError) -> str:

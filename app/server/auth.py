@@ -5,14 +5,16 @@ carry ``Authorization: Bearer <token>`` with the token of a file (in a cluster, 
 CompositeController's hooks send, mounted into the hook: deploy/). Everything else is refused with 401 before
 its body is read, with one message whatever was wrong; the reason is counted and logged, the credential never.
 
-The file is checked for a change at most once a second and re-read when it changed, so a rotated Secret is
-picked up without a restart. Metacontroller reads its copy of the Secret only when it (re)starts a
+The file is checked for a change every few seconds by a task of the server (``watch``), and at most once a
+second by callers, and re-read when it changed, so a rotated Secret is picked up without a restart and
+without waiting for traffic. Metacontroller reads its copy of the Secret only when it (re)starts a
 controller, so for ``grace_seconds`` after a change the previous token is accepted too: a rotation needs no
 moment when the two disagree (docs/operations.md, Security). Tokens are compared in constant time.
 """
 
 from __future__ import annotations
 
+import asyncio
 import hmac
 import logging
 import time
@@ -28,6 +30,7 @@ log = logging.getLogger("mpi_operator_hook.auth")
 
 SCHEME = b"bearer"
 CHECK_SECONDS = 1.0
+WATCH_SECONDS = 5.0
 # Longer than any token the file may hold: a header beyond it is refused without comparing anything.
 MAX_HEADER_BYTES = 16 * 1024
 
@@ -70,12 +73,23 @@ class CallerCredential:
         """Whether ``token`` is the current credential (or, within the grace time, the previous one)."""
         now = self._clock()
         if now - self._checked_at >= self._check_seconds:
-            self._checked_at = now
-            self._reload_if_changed(now)
+            self.refresh()
         held = self._held
         current = hmac.compare_digest(token, held.current)
         previous = hmac.compare_digest(token, held.previous or held.current) and now < held.previous_until
         return current or previous
+
+    def refresh(self) -> None:
+        """Look at the file now: a changed token is taken up (and logged) without waiting for a caller."""
+        now = self._clock()
+        self._checked_at = now
+        self._reload_if_changed(now)
+
+    async def watch(self, every: float = WATCH_SECONDS) -> None:
+        """Refresh every ``every`` seconds, until cancelled (the server's lifespan runs it)."""
+        while True:
+            await asyncio.sleep(every)
+            self.refresh()
 
     def _file_stamp(self) -> tuple[int, int, int] | None:
         try:

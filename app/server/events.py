@@ -167,6 +167,14 @@ class Posting:
     token_refresh_seconds: float = TOKEN_REFRESH_SECONDS
 
 
+@dataclass(frozen=True)
+class Bounds:
+    """How many Events may wait to be posted, and the rate budget they are admitted by (None: no budget)."""
+
+    queue_size: int = 1000
+    budget: EventBudget | None = None
+
+
 class EventRecorder:
     """Takes Events from syncs without waiting and posts them in the background (``start``/``stop``)."""
 
@@ -175,15 +183,14 @@ class EventRecorder:
         access: EventsAccess,
         count: Callable[[str], None],
         *,
-        queue_size: int = 1000,
+        bounds: Bounds = Bounds(),
         instance: str = "",
         transport: httpx.AsyncBaseTransport | None = None,
         posting: Posting = Posting(),
-        budget: EventBudget | None = None,
     ) -> None:
         self.access = access
         self._count = count
-        self._queue: asyncio.Queue[Pending] = asyncio.Queue(maxsize=queue_size)
+        self._queue: asyncio.Queue[Pending] = asyncio.Queue(maxsize=bounds.queue_size)
         self._instance = instance or _instance()
         self._transport = transport
         self._posting = posting
@@ -191,7 +198,7 @@ class EventRecorder:
         self._client: httpx.AsyncClient | None = None
         self._task: asyncio.Task[None] | None = None
         self._dropping = False
-        self._budget = budget
+        self._budget = bounds.budget
         self._limited_log = logs.Throttle(LIMITED_LOG_SECONDS)
 
     def record(self, result: SyncResult, at: datetime) -> None:

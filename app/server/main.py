@@ -10,6 +10,7 @@ hook body under its cap, timeout and memory budget (README, Operations) and call
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import gc
 import logging
@@ -32,7 +33,7 @@ from app.kube.keys import KeySource
 from app.kube.request import RequestError, decode_request
 from app.server import logs
 from app.server.auth import Authenticator, CallerCredential
-from app.server.events import EventRecorder
+from app.server.events import Bounds, EventRecorder
 from app.server.guard import ASGIApp, Authenticate, BodyGuard, Endpoint, Limits, Receive, Scope, Send
 from app.server.memo import ParentMemo, remember
 from app.server.metrics import Metrics
@@ -53,8 +54,8 @@ T = TypeVar("T")
 
 @dataclass(frozen=True)
 class Hook:
-    """What the handlers share: settings, key material, metrics, the parents' verdicts and, when Events are
-    on, their recorder (one per app)."""
+    """What the handlers share: settings, key material, metrics, the parents' verdicts, the caller token
+    (None: any caller, on purpose) and, when Events are on, their recorder (one per app)."""
 
     settings: Settings
     keys: KeySource
@@ -62,6 +63,7 @@ class Hook:
     memo: ParentMemo[Verdict] = field(default_factory=ParentMemo)
     events: EventRecorder | None = None
     recorder: RequestRecorder | None = None
+    credential: CallerCredential | None = None
 
     def answer_sync(self, body: bytes) -> tuple[SyncResult, bytes]:
         request = decode_request(body)
@@ -103,6 +105,7 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
         metrics,
         events=_recorder(settings, metrics),
         recorder=_request_recorder(settings, metrics),
+        credential=_caller_credential(settings),
     )
     metrics.watch_memo(hook.memo)
     web = FastAPI(
@@ -110,31 +113,41 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
     )
     web.state.hook = hook
     web.include_router(router)
+    return HookApp(hook, _guard(web, hook))
+
+
+def _guard(web: FastAPI, hook: Hook) -> BodyGuard:
+    """The body guard in front of everything: who may call, the limits, and the hooks it answers itself."""
+    settings, metrics = hook.settings, hook.metrics
     limits = Limits(
         max_body_bytes=settings.max_body_bytes,
         memory_budget_bytes=settings.memory_budget_bytes,
         admission_wait_seconds=settings.admission_wait_seconds,
         read_timeout_seconds=settings.read_timeout_seconds,
     )
+    return BodyGuard(
+        web,
+        limits=limits,
+        endpoints=_endpoints(hook),
+        on_reject=metrics.error,
+        on_bytes=metrics.in_flight_bytes.set,
+        authenticate=_authenticator(hook),
+    )
+
+
+def _endpoints(hook: Hook) -> dict[str, Endpoint]:
+    """The hooks the guard answers itself, recorded for ``mpijob replay`` when recording is on."""
     endpoints: dict[str, Endpoint] = {
         "/sync": functools.partial(sync_endpoint, hook),
         "/customize": functools.partial(customize_endpoint, hook),
     }
     if hook.recorder is not None:
         endpoints = {path: hook.recorder.wrap(path.lstrip("/"), e) for path, e in endpoints.items()}
-    guard = BodyGuard(
-        web,
-        limits=limits,
-        endpoints=endpoints,
-        on_reject=metrics.error,
-        on_bytes=metrics.in_flight_bytes.set,
-        authenticate=_authenticator(settings, metrics),
-    )
-    return HookApp(hook, guard)
+    return endpoints
 
 
-def _authenticator(settings: Settings, metrics: Metrics) -> Authenticate | None:
-    """Who may call the hooks: Metacontroller's credential, or (on purpose, said loudly) anyone."""
+def _caller_credential(settings: Settings) -> CallerCredential | None:
+    """The token callers must send, or None when anyone may call: on purpose only, and said loudly."""
     if settings.caller_auth == "off":
         log.warning(
             "CALLER AUTHENTICATION IS OFF (MPI_OPERATOR_CALLER_AUTH=off): anyone who can reach this port can"
@@ -144,12 +157,19 @@ def _authenticator(settings: Settings, metrics: Metrics) -> Authenticate | None:
     grace = settings.caller_token_grace_seconds
     credential = CallerCredential(settings.caller_token_file, grace_seconds=grace)
     logs.event(log, logging.INFO, "callers must send the token of", file=str(settings.caller_token_file))
-    authenticator = Authenticator(credential)
+    return credential
 
-    def refusal(hook: str, headers: Iterable[tuple[bytes, bytes]]) -> str | None:
+
+def _authenticator(hook: Hook) -> Authenticate | None:
+    """The guard's check of each caller against the token, counting each refusal by its reason."""
+    if hook.credential is None:
+        return None
+    authenticator, metrics = Authenticator(hook.credential), hook.metrics
+
+    def refusal(name: str, headers: Iterable[tuple[bytes, bytes]]) -> str | None:
         why = authenticator.refusal(headers)
         if why is not None:
-            metrics.refused_caller(hook, why)
+            metrics.refused_caller(name, why)
         return why
 
     return refusal
@@ -165,7 +185,7 @@ def _recorder(settings: Settings, metrics: Metrics) -> EventRecorder | None:
         Budget(settings.events_namespace_burst, settings.events_namespace_per_second),
         Budget(settings.events_total_burst, settings.events_total_per_second),
     )
-    return EventRecorder(access, metrics.event, queue_size=settings.events_queue_size, budget=budget)
+    return EventRecorder(access, metrics.event, bounds=Bounds(settings.events_queue_size, budget))
 
 
 def _request_recorder(settings: Settings, metrics: Metrics) -> RequestRecorder | None:
@@ -190,14 +210,17 @@ def _request_recorder(settings: Settings, metrics: Metrics) -> RequestRecorder |
 
 @asynccontextmanager
 async def _lifespan(web: FastAPI) -> AsyncIterator[None]:
-    """Start the Event recorder's task with the server; on shutdown post what is queued and write what is
-    left to record, briefly."""
+    """Start the Event recorder's task and the caller token's watch with the server; on shutdown post what
+    is queued and write what is left to record, briefly."""
     hook: Hook = web.state.hook
     if hook.events is not None:
         await hook.events.start()
+    watch = asyncio.create_task(hook.credential.watch()) if hook.credential is not None else None
     try:
         yield
     finally:
+        if watch is not None:
+            watch.cancel()
         if hook.events is not None:
             await hook.events.stop()
         if hook.recorder is not None:

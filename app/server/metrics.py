@@ -59,6 +59,16 @@ class Metrics:
             ["hook", "outcome"],
             registry=self.registry,
         )
+        self._add_background_collectors()
+        self._add_transport_collectors()
+        # Label lookups cost more than a small sync's other metrics together: bind the fixed ones once.
+        self._sync_seconds = self.sync_seconds.labels("sync")
+        self._sync_outcomes = {o.value: self.requests.labels("sync", o.value) for o in Outcome}
+        self.request_size = {hook: self.request_bytes.labels(hook) for hook in HOOKS}
+        self.response_size = {hook: self.response_bytes.labels(hook) for hook in HOOKS}
+
+    def _add_background_collectors(self) -> None:
+        """What the shell does off the sync's path: posting Events, recording requests."""
         self.events = Counter(
             "mpi_operator_hook_events",
             "Kubernetes Events about MPIJobs by result: " + ", ".join(EVENT_RESULTS),
@@ -74,12 +84,6 @@ class Metrics:
             registry=self.registry,
         )
         self._recorded = {result: self.recorded.labels(result) for result in RECORD_RESULTS}
-        self._add_transport_collectors()
-        # Label lookups cost more than a small sync's other metrics together: bind the fixed ones once.
-        self._sync_seconds = self.sync_seconds.labels("sync")
-        self._sync_outcomes = {o.value: self.requests.labels("sync", o.value) for o in Outcome}
-        self.request_size = {hook: self.request_bytes.labels(hook) for hook in HOOKS}
-        self.response_size = {hook: self.response_bytes.labels(hook) for hook in HOOKS}
 
     def _add_job_collectors(self) -> None:
         """What happens to MPIJobs: upstream's counters and ``mpi_operator_job_info``, and our restarts."""

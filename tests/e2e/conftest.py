@@ -17,9 +17,7 @@ from __future__ import annotations
 
 import json
 import os
-import re
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,6 +42,8 @@ HOOK_NAMESPACE, HOOK_ACCOUNT = "mpi-operator", "mpi-operator-hook"
 @dataclass
 class E2E:
     """Everything a scenario needs: the API, the hook process, and (own control plane only) Metacontroller."""
+
+    LOGS = "e2e logs"
 
     kube: Kube
     hook: Hook
@@ -79,6 +79,12 @@ class E2E:
             if child and parent.get("namespace") == ns and parent.get("name") == name:
                 found.append((entry["msg"], child["kind"], child["name"]))
         return found
+
+    def namespace_problems(self, namespace: str) -> list[str]:
+        """Metacontroller's failed syncs in ``namespace``, but those the test expected (``expected_errors``,
+        reset for the next test)."""
+        expected, self.expected_errors = self.expected_errors, ()
+        return [e for e in self.sync_errors(namespace) if not any(x in e for x in expected)]
 
     def sync_errors(self, ns: str, name: str = "") -> list[str]:
         """Failed syncs Metacontroller logged for jobs in ``ns`` (or job ``name``); [] for a given cluster."""
@@ -242,24 +248,6 @@ def e2e(tmp_path_factory: pytest.TempPathFactory) -> Iterator[E2E]:
 
 
 @pytest.fixture
-def ns(e2e: E2E, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh namespace per test (deleted afterwards, without waiting). Afterwards, Metacontroller must
-    have logged no failed sync in it, unless the test expected that error (``e2e.expected_errors``)."""
-    short = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
-    name = f"{short}-{uuid.uuid4().hex[:5]}"
-    e2e.kube.create("namespaces", None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}})
-    e2e.expected_errors = ()
-    yield name
-    unexpected = [e for e in e2e.sync_errors(name) if not any(x in e for x in e2e.expected_errors)]
-    e2e.kube.delete("namespaces", None, name)
-    assert unexpected == [], f"Metacontroller failed syncs in {name}"
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item) -> Iterator[None]:
-    """On a failed e2e test, attach the tails of the hook's and Metacontroller's logs to the report."""
-    outcome = yield
-    report = outcome.get_result()
-    fixture = getattr(item, "funcargs", {}).get("e2e")
-    if report.failed and isinstance(fixture, E2E):
-        report.sections.append(("e2e logs", fixture.log_tails()))
+def target(e2e: E2E) -> E2E:
+    """The cluster of the ``ns`` fixture (tests/conftest.py)."""
+    return e2e

@@ -154,6 +154,19 @@ def wait_launcher_pod(kube: Kube, ns: str, name: str, count: int = 1) -> dict[st
     return max(pods, key=lambda p: p["metadata"]["creationTimestamp"] + p["metadata"]["name"])
 
 
+def launcher_job_pod(kube: Kube, ns: str, name: str, launcher_job: dict[str, Any]) -> dict[str, Any]:
+    """The Pod of this launcher Job (a deleted Job's Pods may still wait for the garbage collector)."""
+    uid = launcher_job["metadata"]["uid"]
+    pods = wait_for(
+        lambda: [
+            p for p in launcher_pods(kube, ns, name) if p["metadata"]["ownerReferences"][0]["uid"] == uid
+        ],
+        WAIT,
+        "the new launcher Pod",
+    )
+    return pods[0]
+
+
 def uids(kube: Kube, ns: str) -> dict[str, str]:
     """kind/name -> uid of every child in the namespace: equal snapshots mean nothing was recreated."""
     return {

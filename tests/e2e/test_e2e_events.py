@@ -15,7 +15,7 @@ import pytest
 
 from tests.e2e import jobs
 from tests.e2e.conftest import E2E, HOOK_ACCOUNT, HOOK_NAMESPACE
-from tests.e2e.kube import finish_pod, run_pod, wait_for
+from tests.e2e.kube import evict_pod, finish_pod, run_pod, wait_for
 
 COMPONENT = "mpi-job-controller"
 USER = f"system:serviceaccount:{HOOK_NAMESPACE}:{HOOK_ACCOUNT}"
@@ -50,7 +50,7 @@ def test_each_transition_is_one_event_on_the_mpijob(posting: E2E, ns: str) -> No
         e2e.poke(ns, name)
 
     logged = [reason for _, reason, _ in e2e.hook.events(ns, name)]
-    assert logged == ["MPIJobCreated", "MPIJobSucceeded"]
+    assert logged == ["MPIJobCreated", "MPIJobRunning", "MPIJobSucceeded"]
     events = wait_for(
         lambda: (found := _ours(e2e, ns, uid)) and len(found) >= len(logged) and found,
         jobs.WAIT,
@@ -134,3 +134,87 @@ def test_the_hooks_account_may_only_create_events(posting: E2E, ns: str) -> None
         assert api.get(f"/api/v1/namespaces/{ns}/events").status_code == 403
         assert api.delete(f"/api/v1/namespaces/{ns}/events/can-create").status_code == 403
         assert api.get(f"/api/v1/namespaces/{ns}/secrets").status_code == 403
+
+
+# Upstream's Events about an MPIJob and their types (v2/pkg/controller/mpi_job_controller.go at v0.8.2:
+# syncHandler, updateMPIJobStatus and updateMPIJobFailedStatus). A failed launcher Job's Event takes the
+# Job's reason (BackoffLimitExceeded/<newest failed Pod's reason>, DeadlineExceeded, ...), else
+# MPIJobFailed. Upstream records Running, Succeeded and Evicted again on every sync that sees them (the
+# recorder then counts them on one Event); ours are one Event per transition.
+UPSTREAM_EVENTS = {
+    "ValidationError": "Warning",
+    "MPIJobCreated": "Normal",
+    "MPIJobSuspended": "Normal",
+    "MPIJobResumed": "Normal",
+    "MPIJobSucceeded": "Normal",
+    "MPIJobEvicted": "Warning",
+    "MPIJobRunning": "Normal",
+    "MPIJobFailed": "Warning",
+}
+CREATED, RUNNING = ("Normal", "MPIJobCreated"), ("Normal", "MPIJobRunning")
+
+
+def _suspend_and_resume(e2e: E2E, ns: str, name: str) -> None:
+    kube = e2e.kube
+    kube.patch("mpijobs", ns, name, {"spec": {"runPolicy": {"suspend": True}}})
+    jobs.wait_condition(kube, ns, name, "Suspended")
+    wait_for(
+        lambda: kube.get("jobs", ns, f"{name}-launcher") is None and not jobs.worker_pods(kube, ns, name),
+        jobs.WAIT,
+        "no launcher Job and no workers while suspended",
+    )
+    kube.patch("mpijobs", ns, name, {"spec": {"runPolicy": {"suspend": False}}})
+    jobs.wait_condition(kube, ns, name, "Suspended", "False")
+    # A new launcher Job and new workers: run them, and the job is Running again.
+    jobs.run_workers(kube, ns, name, 2)
+    launcher_job = wait_for(lambda: kube.get("jobs", ns, f"{name}-launcher"), jobs.WAIT, "a new launcher Job")
+    launcher = jobs.launcher_job_pod(kube, ns, name, launcher_job)
+    run_pod(kube, launcher)
+    jobs.wait_condition(kube, ns, name, "Running")
+    finish_pod(kube, launcher, 0)
+    jobs.wait_condition(kube, ns, name, "Succeeded")
+
+
+def _launcher_fails(e2e: E2E, ns: str, name: str) -> None:
+    finish_pod(e2e.kube, jobs.wait_launcher_pod(e2e.kube, ns, name), 1)
+    jobs.wait_condition(e2e.kube, ns, name, "Failed")
+
+
+def _worker_evicted(e2e: E2E, ns: str, name: str) -> None:
+    evict_pod(e2e.kube, jobs.worker_pods(e2e.kube, ns, name)[1])
+    jobs.wait_condition(e2e.kube, ns, name, "Failed")
+
+
+SUSPENDED, RESUMED = ("Normal", "MPIJobSuspended"), ("Normal", "MPIJobResumed")
+LIVES = {
+    "succeeds": (
+        _suspend_and_resume,
+        [CREATED, RUNNING, SUSPENDED, RESUMED, RUNNING, ("Normal", "MPIJobSucceeded")],
+    ),
+    # The launcher Pod's status has no reason: upstream appends "/" and an empty one.
+    "fails": (_launcher_fails, [CREATED, RUNNING, ("Warning", "BackoffLimitExceeded/")]),
+    "evicted": (_worker_evicted, [CREATED, RUNNING, ("Warning", "MPIJobEvicted")]),
+}
+
+
+@pytest.mark.parametrize("life", sorted(LIVES))
+def test_a_jobs_events_are_upstreams(posting: E2E, ns: str, life: str) -> None:
+    """Over a job's life the MPIJob carries the Events the Go operator posts, of the same types, in the
+    same order: the hook's log says the order, the API server holds each once."""
+    e2e, kube = posting, posting.kube
+    then, upstream = LIVES[life]
+    jobs.start_running(kube, ns, life, runPolicy={"backoffLimit": 0})
+    then(e2e, ns, life)
+    e2e.poke(ns, life)
+    logged = [(kind, reason) for kind, reason, _ in e2e.hook.events(ns, life)]
+    assert logged == upstream
+    assert all(UPSTREAM_EVENTS.get(reason, "Warning") == kind for kind, reason in logged)
+    uid = jobs.get(kube, ns, life)["metadata"]["uid"]
+    posted = wait_for(
+        lambda: (found := _ours(e2e, ns, uid)) and len(found) >= len(upstream) and found,
+        jobs.WAIT,
+        f"the hook's Events about {ns}/{life}",
+    )
+    assert Counter((e["type"], e["reason"]) for e in posted) == Counter(upstream)
+    running = [e["message"] for e in posted if e["reason"] == "MPIJobRunning"]
+    assert running and set(running) == {f"MPIJob {ns}/{life} is running"}  # upstream's, without a period

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import copy
 import os
-import re
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -45,6 +43,9 @@ class Gang:
     kube: Kube
     plane: ControlPlane
     hooks: dict[str, Hook]
+
+    def namespace_problems(self, namespace: str) -> list[str]:
+        return []
 
 
 def built_controller(kube: Kube, directory: str) -> tuple[dict[str, Any], str]:
@@ -125,14 +126,9 @@ def gang(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gang]:
 
 
 @pytest.fixture
-def ns(gang: Gang, request: pytest.FixtureRequest) -> Iterator[str]:
-    short = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
-    name = f"{short}-{uuid.uuid4().hex[:5]}"
-    gang.kube.create(
-        "namespaces", None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    )
-    yield name
-    gang.kube.delete("namespaces", None, name)
+def target(gang: Gang) -> Gang:
+    """The cluster of the ``ns`` fixture (tests/conftest.py): this module's own control plane."""
+    return gang
 
 
 def podgroup(kube: Kube, scheduler: str, ns: str, name: str) -> dict[str, Any] | None:

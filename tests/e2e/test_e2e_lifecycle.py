@@ -41,7 +41,7 @@ def test_created_running_succeeded_ttl(e2e: E2E, ns: str) -> None:
     wait_for(lambda: not jobs.worker_pods(kube, ns, name), jobs.WAIT, "workers deleted by cleanPodPolicy")
     wait_for(lambda: kube.get("jobs", ns, f"{name}-launcher") is None, jobs.WAIT, "TTL to delete the Job")
     assert jobs.get(kube, ns, name)["status"]["conditions"] == job["status"]["conditions"]
-    assert [e[1] for e in e2e.hook.events(ns, name)] == ["MPIJobCreated", "MPIJobSucceeded"]
+    assert [e[1] for e in e2e.hook.events(ns, name)] == ["MPIJobCreated", "MPIJobRunning", "MPIJobSucceeded"]
     _assert_metacontroller_wrote(e2e, ns, name)
 
 
@@ -119,6 +119,7 @@ def test_launcher_backoff_failure_reports_the_newest_pods_reason(e2e: E2E, ns: s
     }
     assert [e[:2] for e in e2e.hook.events(ns, name)] == [
         ("Normal", "MPIJobCreated"),
+        ("Normal", "MPIJobRunning"),
         ("Warning", "BackoffLimitExceeded/DeadlineExceeded"),
     ]
 

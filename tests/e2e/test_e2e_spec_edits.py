@@ -6,7 +6,6 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 from tests.e2e import jobs
 from tests.e2e.conftest import E2E
@@ -49,19 +48,6 @@ def _suspend(e2e: E2E, ns: str, name: str) -> None:
     )
 
 
-def _new_launcher_pod(kube: Kube, ns: str, name: str, launcher_job: dict[str, Any]) -> dict[str, Any]:
-    """The Pod of this launcher Job (a deleted Job's Pods may still wait for the garbage collector)."""
-    uid = launcher_job["metadata"]["uid"]
-    pods = wait_for(
-        lambda: [
-            p for p in jobs.launcher_pods(kube, ns, name) if p["metadata"]["ownerReferences"][0]["uid"] == uid
-        ],
-        jobs.WAIT,
-        "the new launcher Pod",
-    )
-    return pods[0]
-
-
 def test_suspend_then_resume_with_template_edits(e2e: E2E, ns: str) -> None:
     kube, name = e2e.kube, "suspend"
     jobs.start_running(kube, ns, name, runPolicy={"cleanPodPolicy": "None"})
@@ -84,13 +70,13 @@ def test_suspend_then_resume_with_template_edits(e2e: E2E, ns: str) -> None:
         assert labels.items() >= ADMITTED_LABELS.items()
     for pod in workers:
         run_pod(kube, pod)
-    launcher = _new_launcher_pod(kube, ns, name, launcher_job)
+    launcher = jobs.launcher_job_pod(kube, ns, name, launcher_job)
     assert launcher["spec"]["nodeSelector"] == ADMITTED["nodeSelector"]
     run_pod(kube, launcher)
     job = jobs.wait_condition(kube, ns, name, "Running")
     assert job["status"]["replicaStatuses"] == {"Launcher": {"active": 1}, "Worker": {"active": 2}}
     reasons = [e[1] for e in e2e.hook.events(ns, name)]
-    assert reasons == ["MPIJobCreated", "MPIJobSuspended", "MPIJobResumed"]
+    assert reasons == ["MPIJobCreated", "MPIJobRunning", "MPIJobSuspended", "MPIJobResumed", "MPIJobRunning"]
 
 
 def _without_launcher_pods(kube: Kube, ns: str, name: str) -> dict[str, set[str]]:

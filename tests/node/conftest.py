@@ -14,9 +14,7 @@ All real-node tests run in one xdist worker (tests/conftest.py), one after anoth
 from __future__ import annotations
 
 import os
-import re
 import time
-import uuid
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -33,10 +31,15 @@ from tests.node.quickstart import Runner, quick_start_blocks
 class RealNode:
     """The cluster the tests talk to; ``cluster`` is None when it was given (MPI_HOOK_NODE_KUBECONFIG)."""
 
+    LOGS = "real node logs"
+
     kube: Kube
     kubeconfig: Path
     cluster: Cluster | None
     transcript: list[tuple[str, str]] = field(default_factory=list)
+
+    def namespace_problems(self, namespace: str) -> list[str]:
+        return []
 
     def runner(self) -> Runner:
         return Runner(self.kubeconfig, _replacements(self), self.transcript)
@@ -95,22 +98,6 @@ def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
 
 
 @pytest.fixture
-def ns(real_node: RealNode, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh namespace per test, deleted afterwards (without waiting)."""
-    short = re.sub(r"[^a-z0-9]+", "-", request.node.name.lower()).strip("-")[:40].strip("-")
-    name = f"{short}-{uuid.uuid4().hex[:5]}"
-    real_node.kube.create(
-        "namespaces", None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    )
-    yield name
-    real_node.kube.delete("namespaces", None, name)
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item) -> Iterator[None]:
-    """On a failed real-node test, attach the tails of every process's log to the report."""
-    outcome = yield
-    report = outcome.get_result()
-    fixture = getattr(item, "funcargs", {}).get("real_node")
-    if report.failed and isinstance(fixture, RealNode):
-        report.sections.append(("real node logs", fixture.log_tails()))
+def target(real_node: RealNode) -> RealNode:
+    """The cluster of the ``ns`` fixture (tests/conftest.py)."""
+    return real_node

@@ -5,7 +5,7 @@ from __future__ import annotations
 from app.api.types import API_VERSION, ConditionType
 from app.cli.doctor.facts import Facts
 from app.cli.doctor.problems import Problem, check, one_line
-from app.core.intents import REASON_INVALID
+from app.core.reasons import REASON_INVALID
 
 # No condition this long after creation: the hook has not answered for the job.
 SYNC_GRACE_SECONDS = 30

@@ -10,7 +10,8 @@ from app.api.lint import RULES, Rule
 from app.api.types import ConditionType, ReplicaType
 from app.cli.doctor.facts import Facts, parse_time, pod_name
 from app.cli.doctor.problems import Check, Problem, check, one_line
-from app.core import failures
+from app.core import reasons
+from app.core.policies import failure as failures
 from app.kube import names
 
 # A wait-for-workers still retrying this long is evidence; before that, workers are still starting.
@@ -162,13 +163,13 @@ _FIXES: dict[str, str] = {
     failures.Cause.DEADLINE_EXCEEDED: "it ran past runPolicy.activeDeadlineSeconds: raise it",
 }
 _POLICY_FIXES = {
-    failures.REASON_FAIL_JOB_RULE: "a FailJob rule of spec.failurePolicy matched this failure, as written",
-    failures.REASON_MAX_RESTARTS: "every restart spec.failurePolicy.maxRestarts allows was used: the same"
+    reasons.REASON_FAIL_JOB_RULE: "a FailJob rule of spec.failurePolicy matched this failure, as written",
+    reasons.REASON_MAX_RESTARTS: "every restart spec.failurePolicy.maxRestarts allows was used: the same"
     " failure is likely to repeat until its cause is fixed",
 }
 
 
-def _failure_fix(facts: Facts, failure: failures.Failure | None, reason: str) -> str:
+def _failure_fix(facts: Facts, failure: failures.PodFailure | None, reason: str) -> str:
     """What to do: the cause's own fix, else where the failed Pod says why; and what the policy did."""
     if failure is not None and failure.cause in _FIXES:
         fix = _FIXES[failure.cause]

@@ -8,8 +8,8 @@ from typing import Any
 from app.api.types import ReplicaType
 from app.cli.doctor.facts import Container, Facts, condition, pod_name, role
 from app.cli.doctor.problems import Problem, check, one_line
-from app.core import failures
 from app.core.observed import failed_exit
+from app.core.policies import failure as failures
 from app.kube.request import ObservedPod
 
 # A Pod this long without a scheduler's verdict: no scheduler is looking at it.
@@ -268,7 +268,7 @@ def oom_killed(facts: Facts) -> Problem | None:
         ended = failed_exit(observed)
         if ended is None or ended.reason != failures.Cause.OOM_KILLED:
             continue
-        failure = failures.Failure(replica, ended.pod, ended, frozenset())
+        failure = failures.PodFailure(replica, ended.pod, ended, frozenset())
         limit = _limit(facts, ended.pod, ended.container)
         return Problem(
             "oom-killed",

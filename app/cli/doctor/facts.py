@@ -1,6 +1,6 @@
 """A snapshot read the way the hook reads it: the defaulted job, its lint findings, the current attempt's
 Pods, and the hook's own classification of its children (``app.core.observed``) and of its failures
-(``app.core.failures``), so the doctor never derives again what the hook decides."""
+(``app.core.policies.failure``), so the doctor never derives again what the hook decides."""
 
 from __future__ import annotations
 
@@ -18,8 +18,8 @@ from app.api.defaults import Job, with_defaults
 from app.api.lint import Finding, lint
 from app.api.types import MPIJob
 from app.cli.doctor.snapshot import Snapshot
-from app.core import failures
 from app.core.observed import Observed, classify
+from app.core.policies import failure as failures
 from app.kube import names
 from app.kube.request import (
     Children,
@@ -155,9 +155,9 @@ class Facts:
             children=Children(pods=keyed(self.snap.pods, ObservedPod), jobs=keyed(launcher, ObservedJob)),
             related=Related(pods=keyed(self.snap.pods, ObservedPod)),
         )
-        return failures.split(classify(self.name, request), self.attempt).current
+        return failures.current_attempt(classify(self.name, request), self.attempt)[0]
 
-    def first_failure(self) -> failures.Failure | None:
+    def first_failure(self) -> failures.PodFailure | None:
         """The failure the hook's failure policy would act on (a failed worker first, else the launcher's)."""
         launcher = self.observed.launcher
         launcher_failed = launcher is not None and launcher.failed_pods > 0

@@ -1,4 +1,4 @@
-"""Failure messages a user can act on (``app/core/reasons.py``): who failed, how, and the last words."""
+"""Failure messages a user can act on (``app/core/messages.py``): who failed, how, and the last words."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ import re
 from hypothesis import given
 from hypothesis import strategies as st
 
+from app.core.messages import failure_message
 from app.core.observed import Exit, failed_exit
-from app.core.reasons import failure_message
 from app.kube.request import ObservedPod, SyncRequest, decode_request
 
 HEAD = "Job has reached the specified backoff limit"

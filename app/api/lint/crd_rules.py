@@ -13,9 +13,9 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from app.api import names
+from app.api import child_names
 from app.api.defaults import Job
-from app.api.lint_types import Finding, Severity
+from app.api.lint.findings import Finding, Severity
 from app.api.types import (
     LauncherCreationPolicy,
     MPIImplementation,
@@ -84,11 +84,11 @@ def _name_rules(job: Job) -> Iterator[Finding]:
     name = job.name
     if not name:
         return
-    if any("must be no more" not in problem for problem in names.dns1035_label_errors(name)):
-        yield _finding("crd-rejected", "metadata.name", names.NAME_NOT_DNS1035)
-    last_worker = names.worker_name(name, names.last_worker_index(job.worker_replicas))
-    if len(last_worker) > names.DNS1035_LABEL_MAX:
-        yield _finding("name-too-long", "metadata.name", names.NAME_TOO_LONG)
+    if any("must be no more" not in problem for problem in child_names.dns1035_label_errors(name)):
+        yield _finding("crd-rejected", "metadata.name", child_names.NAME_NOT_DNS1035)
+    last_worker = child_names.worker_name(name, child_names.last_worker_index(job.worker_replicas))
+    if len(last_worker) > child_names.DNS1035_LABEL_MAX:
+        yield _finding("name-too-long", "metadata.name", child_names.NAME_TOO_LONG)
 
 
 def _unsupported(path: str, value: str, allowed: list[str]) -> Finding:

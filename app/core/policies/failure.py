@@ -1,4 +1,4 @@
-"""The failure policy (ours): which failure of the current attempt counts, and what the policy does with it.
+"""The failure policy (ours): which failure of the current attempt counts, and whether it restarts the job.
 
 An attempt is the launcher Job and the worker Pods labelled with one ``restartAttempt``. A restart moves
 the job to the next attempt: the deciding sync writes the status that names it; once that status is
@@ -16,12 +16,12 @@ from enum import StrEnum
 
 from app.api.defaults import Job
 from app.api.types import ExitCodeOperator, FailureAction, FailurePolicyRule, ReplicaType
-from app.core.observed import Exit, Observed, failed_exit, newest_failed_pod
+from app.core.observed import Exit, LauncherOutcome, Observed, failed_exit, newest_failed_pod
+from app.core.reasons import POD_EVICTED, REASON_DEADLINE_EXCEEDED, REASON_FAIL_JOB_RULE, REASON_MAX_RESTARTS
 from app.kube import names
-from app.kube.request import ObservedJob, ObservedPod
+from app.kube.request import ObservedPod
 
 DISRUPTION_TARGET = "DisruptionTarget"
-_EVICTED = "Evicted"
 
 
 class Cause(StrEnum):
@@ -35,7 +35,7 @@ class Cause(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Failure:
+class PodFailure:
     """A failed Pod of the current attempt: enough to match a rule and to tell the user."""
 
     replica: ReplicaType
@@ -51,11 +51,11 @@ class Failure:
     def cause(self) -> Cause:
         if self.exit is not None and self.exit.reason == Cause.OOM_KILLED:
             return Cause.OOM_KILLED
-        if self.pod_reason == _EVICTED:
+        if self.pod_reason == POD_EVICTED:
             return Cause.EVICTED
         if DISRUPTION_TARGET in self.conditions:
             return Cause.DISRUPTED
-        if self.pod_reason == Cause.DEADLINE_EXCEEDED:
+        if self.pod_reason == REASON_DEADLINE_EXCEEDED:
             return Cause.DEADLINE_EXCEEDED
         return Cause.ERROR
 
@@ -83,7 +83,9 @@ class Action(StrEnum):
 
 
 @dataclass(frozen=True, slots=True)
-class Decision:
+class Ruling:
+    """What the policy does with a failure."""
+
     action: Action
     # A restart counted against maxRestarts.
     counted: bool
@@ -93,11 +95,63 @@ class Decision:
     reason: str = ""
 
 
-REASON_FAIL_JOB_RULE = "FailJobRule"
-REASON_MAX_RESTARTS = "MaxRestartsReached"
+@dataclass(frozen=True)
+class Restarts:
+    """The failure policy's decision for one sync. Without a policy: every child counts, nothing else."""
+
+    # The children that count: the current attempt's.
+    current: Observed
+    # Children of an older attempt still exist: they are being deleted, and the next attempt waits.
+    in_flight: bool = False
+    # The attempt of the children this response returns (their label, ``MPIJOB_RESTART_ATTEMPT``).
+    attempt: int | None = None
+    # What the status records after this sync: (restartAttempt, restartCount).
+    recorded: tuple[int, int] | None = None
+    # The failure that decides in this sync, and what the policy does with it.
+    failure: PodFailure | None = None
+    ruling: Ruling | None = None
+
+    @property
+    def restarting(self) -> bool:
+        """This sync restarts the job: the status it writes starts the next attempt."""
+        return self.ruling is not None and self.ruling.action == Action.RESTART
+
+    @property
+    def fails(self) -> bool:
+        return self.ruling is not None and self.ruling.action == Action.FAIL
 
 
-def decide(job: Job, failure: Failure, restarts: int) -> Decision:
+def decide(job: Job, observed: Observed, *, finished: bool, held: bool) -> Restarts:
+    """``finished``: the stored status says so (the record stays, every child counts). ``held``: no
+    failure decides while the job is suspended."""
+    if job.failure_policy is None:
+        return Restarts(observed)
+    attempt, count = job.status.restarts
+    if finished:
+        return Restarts(observed, attempt=attempt, recorded=(attempt, count))
+    current, in_flight = current_attempt(observed, attempt)
+    failure, ruling = _deciding_failure(job, current, held=held or in_flight)
+    restarting = ruling is not None and ruling.action == Action.RESTART
+    recorded = (
+        (attempt + 1, count + ruling.counted) if ruling is not None and restarting else (attempt, count)
+    )
+    return Restarts(current, in_flight, attempt, recorded, failure, ruling)
+
+
+def _deciding_failure(job: Job, current: Observed, *, held: bool) -> tuple[PodFailure | None, Ruling | None]:
+    """The failure of the current attempt that decides, and the ruling on it. None while ``held`` (an old
+    attempt still being deleted, or suspended) or once the launcher ended the job: one that succeeded has
+    succeeded, whatever its workers did since; one past activeDeadlineSeconds has failed (the deadline is
+    the job's, not an attempt's)."""
+    launcher = current.launcher_state
+    if held or (launcher is not None and launcher.ends_job):
+        return None, None
+    launcher_failed = launcher is not None and launcher.outcome == LauncherOutcome.FAILED
+    failure = first_failure(current, launcher_failed, job.worker_replicas)
+    return failure, (rule_on(job, failure, job.status.restarts[1]) if failure is not None else None)
+
+
+def rule_on(job: Job, failure: PodFailure, restarts: int) -> Ruling:
     """The first rule that matches decides; no match is a counted restart, as RestartJob."""
     rules = (job.failure_policy.rules if job.failure_policy is not None else None) or []
     action, which = FailureAction.RESTART_JOB, "no rule matched"
@@ -109,16 +163,16 @@ def decide(job: Job, failure: Failure, restarts: int) -> Decision:
             )
             break
     if action == FailureAction.FAIL_JOB:
-        return Decision(Action.FAIL, False, which, REASON_FAIL_JOB_RULE)
+        return Ruling(Action.FAIL, False, which, REASON_FAIL_JOB_RULE)
     if action == FailureAction.RESTART_JOB_AND_IGNORE_MAX_RESTARTS:
-        return Decision(Action.RESTART, False, f"{which}; not counted")
+        return Ruling(Action.RESTART, False, f"{which}; not counted")
     if restarts >= job.max_restarts:
         why = f"{which}, and {restarts} of maxRestarts {job.max_restarts} restarts are used"
-        return Decision(Action.FAIL, False, why, REASON_MAX_RESTARTS)
-    return Decision(Action.RESTART, True, f"{which}; restart {restarts + 1} of {job.max_restarts}")
+        return Ruling(Action.FAIL, False, why, REASON_MAX_RESTARTS)
+    return Ruling(Action.RESTART, True, f"{which}; restart {restarts + 1} of {job.max_restarts}")
 
 
-def matches(rule: FailurePolicyRule, failure: Failure) -> bool:
+def matches(rule: FailurePolicyRule, failure: PodFailure) -> bool:
     """Every criterion the rule gives holds (a rule with none matches every failure of its replicas)."""
     if rule.replica_types and failure.replica.value not in rule.replica_types:
         return False
@@ -141,36 +195,26 @@ def attempt_of(labels: dict[str, str]) -> int:
     return int(value) if value.isascii() and value.isdigit() else -1
 
 
-@dataclass(frozen=True)
-class Attempts:
-    """The observed children split into the current attempt's and what is left of older ones."""
-
-    current: Observed
-    # Names of children of another attempt that still exist (being deleted).
-    stale: tuple[str, ...]
-
-
-def split(observed: Observed, attempt: int) -> Attempts:
+def current_attempt(observed: Observed, attempt: int) -> tuple[Observed, bool]:
+    """The observed children of ``attempt``, and whether any of another attempt still exists."""
     workers = {i: pod for i, pod in observed.workers.items() if attempt_of(pod.metadata.labels) == attempt}
-    stale = [pod.metadata.name for i, pod in sorted(observed.workers.items()) if i not in workers]
+    stale = len(workers) < len(observed.workers)
     launcher = observed.launcher
     if launcher is not None and attempt_of(launcher.metadata.labels) != attempt:
-        stale.append(launcher.metadata.name)
-        launcher = None
+        stale, launcher = True, None
     launcher_pods = observed.launcher_pods
     if launcher_pods is not None:
         # An old launcher Job is deleted in the background: its Pod may still run mpirun for a while.
-        old = [pod for pod in launcher_pods if attempt_of(pod.metadata.labels) != attempt]
-        stale += [pod.metadata.name for pod in old]
-        launcher_pods = [pod for pod in launcher_pods if pod not in old]
-    current = replace(observed, launcher=launcher, workers=workers, launcher_pods=launcher_pods)
-    return Attempts(current, tuple(stale))
+        current = [pod for pod in launcher_pods if attempt_of(pod.metadata.labels) == attempt]
+        stale = stale or len(current) < len(launcher_pods)
+        launcher_pods = current
+    return replace(observed, launcher=launcher, workers=workers, launcher_pods=launcher_pods), stale
 
 
 # --- failures ----------------------------------------------------------------------------------------
 
 
-def first_failure(observed: Observed, launcher_failed: bool, workers: int) -> Failure | None:
+def first_failure(observed: Observed, launcher_failed: bool, workers: int) -> PodFailure | None:
     """The failure that decides: the first failed or disrupted worker of the ``workers`` wanted (a launcher
     usually fails because a worker did; a surplus worker being scaled away is no failure), else the failed
     launcher Job's newest failed Pod."""
@@ -183,19 +227,15 @@ def first_failure(observed: Observed, launcher_failed: bool, workers: int) -> Fa
     newest = newest_failed_pod(observed.launcher_pods or [])
     if newest is not None:
         return _failure(ReplicaType.LAUNCHER, newest)
-    launcher = observed.launcher
-    return Failure(ReplicaType.LAUNCHER, _name(launcher), None, frozenset())
+    name = observed.launcher.metadata.name if observed.launcher is not None else ""
+    return PodFailure(ReplicaType.LAUNCHER, name, None, frozenset())
 
 
-def _failure(replica: ReplicaType, pod: ObservedPod) -> Failure:
+def _failure(replica: ReplicaType, pod: ObservedPod) -> PodFailure:
     reason = (pod.status.reason if pod.status else None) or ""
-    return Failure(replica, pod.metadata.name, failed_exit(pod), _true_conditions(pod), reason)
+    return PodFailure(replica, pod.metadata.name, failed_exit(pod), _true_conditions(pod), reason)
 
 
 def _true_conditions(pod: ObservedPod) -> frozenset[str]:
     conditions = (pod.status.conditions if pod.status else None) or ()
     return frozenset(c.type for c in conditions if c.status == "True")
-
-
-def _name(launcher: ObservedJob | None) -> str:
-    return launcher.metadata.name if launcher is not None else ""

@@ -1,0 +1,85 @@
+"""The lint rules' ids, what each one finds, and how severe it is: the registry ``mpijob lint`` documents.
+
+A rule can be silenced per job with the annotation ``mpijob-lint/ignore: "<rule>,<rule>"`` (errors
+cannot be: admission would reject the job anyway).
+"""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+from app.api import child_names
+from app.api.defaults import DEFAULT_SSH_AUTH_MOUNT_PATH
+from app.api.lint.findings import Severity
+
+IGNORE_ANNOTATION = "mpijob-lint/ignore"
+OLD_API_VERSIONS = ("kubeflow.org/v1alpha1", "kubeflow.org/v1alpha2", "kubeflow.org/v1")
+
+
+class Rule(StrEnum):
+    """Rule ids: stable names users put in ``mpijob-lint/ignore`` and CI greps for."""
+
+    INVALID = "invalid"
+    CRD_REJECTED = "crd-rejected"
+    UNKNOWN_FIELD = "unknown-field"
+    NAME_TOO_LONG = "name-too-long"
+    OLD_API_VERSION = "old-api-version"
+    SLOTS_IN_REPLICA_SPEC = "slots-in-replica-spec"
+    NP_MISMATCH = "np-mismatch"
+    GPU_SLOTS_MISMATCH = "gpu-slots-mismatch"
+    GPUS_AT_POD_LEVEL = "gpus-at-pod-level"
+    LAUNCHER_GPUS_HIDDEN = "launcher-gpus-hidden"
+    GPUS_HELD_AFTER_FINISH = "gpus-held-after-finish"
+    ORTE_ONLY_SETTINGS = "orte-only-settings"
+    LAUNCHER_COMMAND = "launcher-command"
+    WORKER_COMMAND = "worker-command"
+    HOSTNETWORK_PORT_CLASH = "hostnetwork-port-clash"
+    SSH_PATH_FOR_NON_ROOT = "ssh-path-for-non-root"
+    SSH_PATH_FOR_ROOT = "ssh-path-for-root"
+    FAILURE_POLICY_UNSEEN = "failure-policy-unseen"
+    FAILURE_RULE_UNREACHABLE = "failure-rule-unreachable"
+
+
+RULES: dict[str, str] = {
+    Rule.INVALID: "the hook's validation (upstream's ValidateMPIJob) rejects the job: nothing is created",
+    Rule.CRD_REJECTED: "the CRD's schema or CEL rules reject the job at kubectl apply",
+    Rule.UNKNOWN_FIELD: "a field the MPIJob API does not have: rejected by kubectl apply, pruned otherwise",
+    Rule.NAME_TOO_LONG: (
+        f"the last worker's hostname <name>{child_names.WORKER_INFIX}<N-1> exceeds"
+        f" {child_names.DNS1035_LABEL_MAX} characters"
+    ),
+    Rule.OLD_API_VERSION: "kubeflow.org/v1alpha1, v1alpha2 or v1: not served by this CRD",
+    Rule.SLOTS_IN_REPLICA_SPEC: "slotsPerWorker written inside a replica spec, where it is pruned",
+    Rule.NP_MISMATCH: "mpirun -np differs from the hostfile's slots (slotsPerWorker x workers)",
+    Rule.GPU_SLOTS_MISMATCH: "GPUs per worker (pod-level ones counted) differ from slotsPerWorker",
+    Rule.GPUS_AT_POD_LEVEL: (
+        "GPUs in a pod template's spec.resources: pod-level resources take only cpu, memory and hugepages"
+    ),
+    Rule.LAUNCHER_GPUS_HIDDEN: "the launcher requests GPUs it cannot see (runLauncherAsWorker is off)",
+    Rule.GPUS_HELD_AFTER_FINISH: "cleanPodPolicy unset: finished jobs keep their GPU workers",
+    Rule.ORTE_ONLY_SETTINGS: "OMPI_MCA_orte_* settings without PRRTE equivalents: Open MPI 5 ignores them",
+    Rule.LAUNCHER_COMMAND: "the launcher runs neither mpirun, mpiexec nor horovodrun",
+    Rule.WORKER_COMMAND: "a worker command that does not start sshd",
+    Rule.HOSTNETWORK_PORT_CLASH: "hostNetwork pods that may share a node and clash on sshd's port",
+    Rule.SSH_PATH_FOR_NON_ROOT: (
+        f"the SSH key goes to {DEFAULT_SSH_AUTH_MOUNT_PATH} but the containers run as another user"
+    ),
+    Rule.SSH_PATH_FOR_ROOT: (
+        f"the SSH key goes to a path other than {DEFAULT_SSH_AUTH_MOUNT_PATH} but the containers run as root"
+    ),
+    Rule.FAILURE_POLICY_UNSEEN: (
+        "a failure policy with workers whose restartPolicy is OnFailure: their containers restart in place,"
+        " so the policy never sees a worker fail"
+    ),
+    Rule.FAILURE_RULE_UNREACHABLE: (
+        "a failure policy rule after one that already matches every failure it could"
+    ),
+}
+
+_ERROR_RULES = frozenset({
+    Rule.INVALID, Rule.CRD_REJECTED, Rule.UNKNOWN_FIELD, Rule.NAME_TOO_LONG, Rule.OLD_API_VERSION,
+    Rule.SLOTS_IN_REPLICA_SPEC, Rule.GPUS_AT_POD_LEVEL,
+})  # fmt: skip
+SEVERITIES: dict[str, Severity] = {
+    rule: Severity.ERROR if rule in _ERROR_RULES else Severity.WARNING for rule in Rule
+}

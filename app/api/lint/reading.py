@@ -1,0 +1,32 @@
+"""What the lint rules read from a job: its replicas' containers and pod specs, as written (any shape)."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+from app.api.defaults import Job
+from app.api.types import ReplicaType
+
+LAUNCHER = f"spec.mpiReplicaSpecs.{ReplicaType.LAUNCHER.value}"
+WORKER = f"spec.mpiReplicaSpecs.{ReplicaType.WORKER.value}"
+
+
+def get(node: Any, *keys: str) -> Any:
+    for key in keys:
+        if not isinstance(node, Mapping):
+            return None
+        node = node.get(key)
+    return node
+
+
+def containers(job: Job, kind: ReplicaType) -> list[dict[str, Any]]:
+    replica = job.replica(kind)
+    containers = get(replica.template if replica else None, "spec", "containers")
+    return [c for c in containers if isinstance(c, dict)] if isinstance(containers, list) else []
+
+
+def pod_spec(job: Job, kind: ReplicaType) -> Mapping[str, Any]:
+    replica = job.replica(kind)
+    pod = get(replica.template if replica else None, "spec")
+    return pod if isinstance(pod, Mapping) else {}

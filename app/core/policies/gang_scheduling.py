@@ -1,0 +1,52 @@
+"""Gang scheduling (``MPI_OPERATOR_GANG_SCHEDULING``): whether the Pods join a PodGroup, and whether the
+response has it.
+
+Gang scheduling is available only when the CompositeController declares the PodGroup child of the
+configured scheduler (an overlay applied); otherwise the job runs without it and says so
+(``notices``: GangSchedulingUnavailable). Membership is decided here, once: the builders decorate the
+launcher and the workers for the scheduler named here, or for none. The PodGroup is returned, from the
+current spec, whenever workers may be created (so it is in the response that first creates them);
+dropped while suspended; once the launcher is done upstream neither creates nor deletes it; a finished
+job keeps the one it has unless cleanPodPolicy cleans up.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from app.core.observed import Observed
+from app.kube.gang import GangScheduler
+
+
+@dataclass(frozen=True, slots=True)
+class Gang:
+    # The scheduler whose PodGroup the Pods join (None: no gang scheduling for this job).
+    scheduler: GangScheduler | None = None
+    # The response has the PodGroup.
+    podgroup: bool = False
+    # Configured, but its PodGroup child is not declared.
+    undeclared: GangScheduler | None = None
+
+
+def decide(
+    configured: GangScheduler | None,
+    observed: Observed,
+    *,
+    finished: bool,
+    suspended: bool,
+    launcher_done: bool,
+    cleaned: bool,
+) -> Gang:
+    """``finished``: before this sync; ``cleaned``: cleanPodPolicy deletes its workers in this sync."""
+    if configured is None:
+        return Gang()
+    if configured.api_version not in observed.podgroups_declared:
+        return Gang(undeclared=configured)
+    exists = configured.api_version in observed.podgroups
+    if finished:
+        return Gang(configured, exists and not cleaned)
+    if suspended:
+        return Gang(configured, False)
+    if launcher_done:
+        return Gang(configured, exists)  # upstream neither creates nor deletes it once the launcher is done
+    return Gang(configured, True)

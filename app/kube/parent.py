@@ -1,0 +1,99 @@
+"""Read the parent MPIJob once: the model, the document as sent, or why it cannot be read.
+
+pydantic parses the parent's bytes once; the same parse keeps the document as written, which lint reads
+for fields the model drops and a job left alone gets back as its status. A parent that does not parse is
+an invalid job, not a bad request: its errors in upstream's path notation (``Unreadable``), with just
+enough of it read to answer (its metadata and stored status). Nesting deeper than ``depth.MAX_DEPTH``
+(which the CRD keeps under a template's metadata) is reported where it starts.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Annotated, Any
+
+from pydantic import BaseModel, TypeAdapter, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
+
+from app.api.types import JobStatus, MPIJob, ObjectMeta
+from app.api.validation import FieldError
+from app.kube import depth
+from app.kube.request import RequestError
+
+
+@dataclass(frozen=True)
+class Parent:
+    job: MPIJob
+    # The parent as sent, every field the model drops included (read, never changed).
+    document: Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Unreadable:
+    """A parent of the wrong shape: who it is, its stored status and what is wrong, field by field."""
+
+    meta: ObjectMeta
+    status: JobStatus
+    errors: tuple[FieldError, ...]
+
+
+class _Head(BaseModel):
+    """Just enough of a parent whose spec does not parse: who it is and what status it has."""
+
+    metadata: ObjectMeta = ObjectMeta()
+    status: JobStatus = JobStatus()
+
+
+def _with_document(data: Any, handler: ValidatorFunctionWrapHandler) -> tuple[MPIJob, Any]:
+    return handler(data), data
+
+
+_reader: TypeAdapter[Any] = TypeAdapter(Annotated[MPIJob, WrapValidator(_with_document)])
+
+
+def read_parent(raw: bytes) -> Parent | Unreadable:
+    """Raises ``RequestError`` only when not even the parent's metadata and status can be read."""
+    try:
+        job, document = _reader.validate_json(raw)
+    except ValidationError as err:
+        return _unreadable(raw, err)
+    return Parent(job, document)
+
+
+def _unreadable(raw: bytes, err: ValidationError) -> Unreadable:
+    if any(e["type"] == "json_invalid" and "recursion limit" in e["msg"] for e in err.errors()):
+        pruned, where = depth.prune(raw)
+        detail = f"must not nest deeper than {depth.MAX_DEPTH} levels"
+        head = _head(pruned)
+        return Unreadable(head.metadata, head.status, (FieldError((where or "")[:128], "Forbidden", detail),))
+    head = _head(raw)
+    errors = tuple(
+        FieldError(_field_path(e["loc"]), "Invalid", e["msg"], _short(e.get("input"))) for e in err.errors()
+    )
+    return Unreadable(head.metadata, head.status, errors)
+
+
+def _head(raw: bytes) -> _Head:
+    try:
+        return _Head.model_validate_json(raw)
+    except ValidationError:
+        raise RequestError("parent MPIJob has malformed metadata or status") from None
+
+
+def _field_path(loc: tuple[int | str, ...]) -> str:
+    """pydantic's location in upstream's notation: ``spec.mpiReplicaSpecs[Worker].replicas``."""
+    path = ""
+    for index, part in enumerate(loc):
+        in_map = index > 0 and loc[index - 1] == "mpiReplicaSpecs"
+        if in_map or isinstance(part, int):
+            path += f"[{part}]"
+        else:
+            path += f".{part}" if path else str(part)
+    return path
+
+
+def _short(value: object) -> object:
+    """The offending value for a message: scalars as they are (cut short), structures not at all."""
+    if isinstance(value, str):
+        return value[:64]
+    return value if isinstance(value, int | float | bool) or value is None else "<object>"
