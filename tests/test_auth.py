@@ -115,6 +115,29 @@ def test_without_a_grace_time_the_previous_token_stops_at_once(tmp_path: Path) -
     assert not credential.accepts(TOKEN.encode())
 
 
+def test_the_watch_takes_up_a_rotation_while_nobody_calls(
+    tmp_path: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """An idle hook still takes up (and logs) a rotated token: the rotation's procedure waits for that line."""
+    path = kubelet_secret_volume(tmp_path / "caller", TOKEN, 1)
+    credential = CallerCredential(path, grace_seconds=0)
+
+    async def rotate_while_watched() -> None:
+        watch = asyncio.create_task(credential.watch(every=0.01))
+        kubelet_secret_volume(tmp_path / "caller", OTHER, 2)
+        for _ in range(200):
+            await asyncio.sleep(0.01)
+            if "caller credential changed" in caplog.text:
+                break
+        watch.cancel()
+
+    with caplog.at_level(logging.INFO, logger="mpi_operator_hook.auth"):
+        asyncio.run(rotate_while_watched())
+    assert "caller credential changed" in caplog.text
+    assert credential.accepts(OTHER.encode()) and not credential.accepts(TOKEN.encode())
+    assert TOKEN not in caplog.text and OTHER not in caplog.text
+
+
 @pytest.mark.parametrize("damage", ["removed", "emptied"])
 def test_a_token_file_that_goes_bad_keeps_the_last_token(
     tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
