@@ -41,6 +41,7 @@ import yaml
 
 from app.core.customize import customize
 from app.core.intents import Event
+from app.core.timings import Timing
 from app.core.sync import Verdict, sync
 from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
@@ -214,8 +215,9 @@ class FakeMetacontroller:
         self.objects: dict[tuple[str, str], dict[str, Any]] = {}  # (gvk key, name) -> object
         self.parent: dict[str, Any] | None = None
         self.history: list[Writes] = []
-        # The Events each in-process sync decided (``SyncResult.events``), oldest first.
+        # The Events and the phase timings each in-process sync decided (``SyncResult``), oldest first.
         self.events: list[Event] = []
+        self.timings: list[Timing] = []
         self.last_response: dict[str, Any] = {}
         self._uids = 0
         self._resource_version = 1000
@@ -538,6 +540,7 @@ class FakeMetacontroller:
             judge=remember(self.memo),  # one memo per hook process, as the shell keeps it
         )
         self.events.extend(result.events)
+        self.timings.extend(result.timings)
         return orjson.loads(orjson.dumps(result.response()))
 
     def posted_events(self) -> list[tuple[str, str, str]]:

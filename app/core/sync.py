@@ -31,6 +31,7 @@ from app.core.observed import classify, launcher_job
 from app.core.plan import Inputs, make_plan
 from app.core.policies.finishing import has_finished
 from app.core.status import invalid_status, next_status
+from app.core.timings import Timing, phase_timings
 from app.core.warnings import lint_message, without_warning
 from app.kube import names
 from app.kube.keys import KeySource
@@ -61,6 +62,8 @@ class SyncResult:
     events: tuple[Event, ...] = ()
     # Ask Metacontroller for another sync after this many seconds (0: only when something changes).
     resync_after_seconds: float = 0
+    # How long the job waited or ran, for the phases this sync's transitions end (``timings``).
+    timings: tuple[Timing, ...] = ()
 
     def response(self) -> dict[str, Any]:
         return {
@@ -152,6 +155,7 @@ def _reconcile(
     observed = classify(job.name, request)
     plan = make_plan(job, observed, Inputs(config.gang, verdict.warning, now))
     status, events = next_status(job, plan, verdict.stored, now)
+    timings = phase_timings(verdict.stored, status, events) if events else ()
     children = desired_children(job, plan, observed, verdict.templates, keys, config.cluster_domain)
     return SyncResult(
         status,
@@ -164,6 +168,7 @@ def _reconcile(
         finished=plan.writes_finished,
         events=events,
         resync_after_seconds=RESYNC_AFTER_FINISHING_SECONDS if plan.follow_up_sync else 0,
+        timings=timings,
     )
 
 

@@ -21,6 +21,7 @@ from prometheus_client.registry import Collector
 
 from app.core.intents import Milestone
 from app.core.sync import Outcome, SyncResult
+from app.core.timings import Phase
 from app.kube import names
 from app.server.memo import ParentMemo
 
@@ -31,6 +32,11 @@ UNAUTHORIZED_REASONS = ("missing", "malformed", "wrong")
 HOOKS = ("sync", "customize")
 EVENT_RESULTS = ("posted", "duplicate", "failed", "dropped", "rate_limited")
 RECORD_RESULTS = ("written", "pruned", "skipped", "failed")
+# A second to a week: a job starts in seconds to hours (a queue, a scale-up) and runs minutes to days.
+JOB_BUCKETS = (
+    1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 28800, 86400, 259200, 604800
+)  # fmt: skip
+RUN_OUTCOMES = ("succeeded", "failed")
 
 
 class Metrics:
@@ -46,6 +52,7 @@ class Metrics:
         self._clock = clock
         self._job_seen: dict[tuple[str, str], float] = {}
         self._add_job_collectors()
+        self._add_timing_collectors()
         self.sync_seconds = Histogram(
             "mpi_operator_hook_sync_duration_seconds",
             "Time to answer one hook request, decode to encode",
@@ -110,6 +117,33 @@ class Metrics:
             ["launcher", "namespace"],
             registry=self.registry,
         )
+
+    def _add_timing_collectors(self) -> None:
+        """How long jobs wait and run (``app.core.timings``): no namespace, no job: a fixed set of series."""
+        self.job_queued = Histogram(
+            "mpi_operator_hook_job_queued_seconds",
+            "Time from an MPIJob's creation to its first resume, for jobs created suspended (a queue)",
+            buckets=JOB_BUCKETS,
+            registry=self.registry,
+        )
+        self.job_startup = Histogram(
+            "mpi_operator_hook_job_startup_seconds",
+            "Time from an MPIJob's startTime (creation or resume) to Running",
+            buckets=JOB_BUCKETS,
+            registry=self.registry,
+        )
+        self.job_run = Histogram(
+            "mpi_operator_hook_job_run_seconds",
+            "Time from an MPIJob's Running to its completion, by outcome: " + ", ".join(RUN_OUTCOMES),
+            ["outcome"],
+            buckets=JOB_BUCKETS,
+            registry=self.registry,
+        )
+        self._phases = {
+            (Phase.QUEUED, ""): self.job_queued,
+            (Phase.STARTUP, ""): self.job_startup,
+            **{(Phase.RUN, outcome): self.job_run.labels(outcome) for outcome in RUN_OUTCOMES},
+        }
 
     def _add_transport_collectors(self) -> None:
         """Sizes, refusals, the memory budget and the process: what the guard and the endpoints see."""
@@ -184,6 +218,8 @@ class Metrics:
                 self.jobs_failed.inc()
             elif event.milestone == Milestone.RESTARTED:
                 self.job_restarts.labels(event.reason).inc()
+        for timing in result.timings:
+            self._phases[(timing.phase, timing.outcome)].observe(timing.seconds)
         self._record_job(result)
 
     def _record_job(self, result: SyncResult) -> None:
