@@ -41,8 +41,8 @@ import yaml
 
 from app.core.customize import customize
 from app.core.intents import Event
-from app.core.timings import Timing
 from app.core.sync import Verdict, sync
+from app.core.timings import Timing
 from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
 from app.server.memo import ParentMemo, remember

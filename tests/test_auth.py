@@ -118,7 +118,7 @@ def test_without_a_grace_time_the_previous_token_stops_at_once(tmp_path: Path) -
 def test_the_watch_takes_up_a_rotation_while_nobody_calls(
     tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
-    """An idle hook still takes up (and logs) a rotated token: the rotation's procedure waits for that line."""
+    """An idle hook still takes up (and logs) a rotated token: the rotation procedure waits for that line."""
     path = kubelet_secret_volume(tmp_path / "caller", TOKEN, 1)
     credential = CallerCredential(path, grace_seconds=0)
 

@@ -19,12 +19,12 @@ from tests.e2e.hook import CALLER_NAMESPACE, CALLER_SECRET, caller_token
 from tests.e2e.kube import Kube, wait_for
 from tests.node import recipes, runs
 from tests.node.conftest import RealNode
+from tests.node.hookpods import hook_metric, hook_pods
 from tests.node.metacontroller import restart_metacontroller
 
 ROOT = Path(__file__).resolve().parents[2]
 FIRST_SYNC = ROOT / "tests" / "fixtures" / "wire" / "sync-request-01-first-sync-no-children.json"
 HOOK_URL = "http://mpi-operator-hook.mpi-operator.svc:8080"
-HOOK_PODS = "app.kubernetes.io/name=mpi-operator-hook"
 FORGED = 20
 # Run in a Pod of the hook's own image (Python, nothing else needed): 20 syncs of made-up MPIJobs in
 # kube-system and one customize, as the week's report had them; with no credential, a wrong one, or the
@@ -88,26 +88,11 @@ def _forged_events(kube: Kube) -> list[str]:
     return [e["reason"] for e in found if e["involvedObject"].get("name", "").startswith("forged-")]
 
 
-def _hook_pods(kube: Kube) -> list[str]:
-    pods = kube.list("pods", CALLER_NAMESPACE, HOOK_PODS)
-    return [p["metadata"]["name"] for p in pods if not p["metadata"].get("deletionTimestamp")]
-
-
-def _hook_metric(kube: Kube, name: str) -> float:
-    """Sum of a metric over the hook's replicas, read from inside each Pod (metrics port 9090)."""
-    read = "import urllib.request as u; print(u.urlopen('http://127.0.0.1:9090/metrics').read().decode())"
-    total = 0.0
-    for pod in _hook_pods(kube):
-        text = kube.kubectl("-n", CALLER_NAMESPACE, "exec", pod, "--", "python3", "-c", read).stdout
-        total += sum(float(line.rsplit(" ", 1)[1]) for line in text.splitlines() if line.startswith(name))
-    return total
-
-
 def test_forged_calls_from_another_namespace_are_refused_and_post_no_event(
     real_node: RealNode, ns: str
 ) -> None:
     kube = real_node.kube
-    refused_before = _hook_metric(kube, "mpi_operator_hook_unauthorized_requests_total")
+    refused_before = hook_metric(kube, "mpi_operator_hook_unauthorized_requests_total")
     kube.kubectl("-n", ns, "apply", "-f", "-", stdin=yaml.safe_dump_all(_attacker(ns)))
 
     def finished() -> dict[str, Any] | None:
@@ -117,7 +102,7 @@ def test_forged_calls_from_another_namespace_are_refused_and_post_no_event(
     assert wait_for(finished, 120, "the forging Pod to finish")["status"]["phase"] == "Succeeded"
     statuses = json.loads(kube.kubectl("-n", ns, "logs", "forger").stdout)
     assert len(statuses) == FORGED + 1 and set(statuses) <= {401, 0}, statuses
-    refused = _hook_metric(kube, "mpi_operator_hook_unauthorized_requests_total") - refused_before
+    refused = hook_metric(kube, "mpi_operator_hook_unauthorized_requests_total") - refused_before
     assert refused == statuses.count(401)
     # Metacontroller's own calls, with the token, still run a job to the end (and post its Events).
     runs.apply(kube, ns, runs.example("pi.yaml", "pi", cpu="300m"))
@@ -136,7 +121,7 @@ def test_a_rotated_token_is_taken_up_by_the_hook_and_metacontroller(real_node: R
     assert new != old
 
     def logs() -> list[str]:
-        return [kube.kubectl("-n", CALLER_NAMESPACE, "logs", pod).stdout for pod in _hook_pods(kube)]
+        return [kube.kubectl("-n", CALLER_NAMESPACE, "logs", pod).stdout for pod in hook_pods(kube)]
 
     def every_replica_changed() -> bool:
         found = logs()
