@@ -22,6 +22,6 @@ WORKDIR /
 USER 65532:65532
 EXPOSE 8080
 ENTRYPOINT ["mpijob"]
-# `mpijob serve` runs uvicorn with the production settings of app/cli/main.py:server_options (uvloop, httptools,
+# `mpijob serve` runs uvicorn with the production settings of app/cli/program.py:server_options (uvloop, httptools,
 # connection and keep-alive limits; README "Operations"); bench/http_bench.py measures with the same ones.
 CMD ["serve", "--host", "0.0.0.0", "--port", "8080"]

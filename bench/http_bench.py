@@ -56,7 +56,7 @@ def _free_port() -> int:
 # The floor runs with the hook's production settings too: uvicorn's options and the collector's.
 _SERVE = """
 import sys, uvicorn
-from app.cli.main import server_options
+from app.cli.program import server_options
 from app.server.main import tune_gc
 tune_gc()
 uvicorn.run(sys.argv[1], host="127.0.0.1", port=int(sys.argv[2]), **server_options("WARNING"))

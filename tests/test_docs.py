@@ -25,7 +25,7 @@ import pytest
 import yaml
 
 from app.api.lint import Severity, lint_manifest
-from app.cli.main import build_parser
+from app.cli.program import build_parser
 from tests import served, trainer_crds
 from tests.kube_schema import schema_errors
 from tests.test_crd import CRD_FILE, _nodes, admission_errors
@@ -348,7 +348,7 @@ def check_other(argv: list[str], page: Page, redirects: Sequence[str] = ()) -> N
         page.venvs.add(argv[3])
     elif len(argv) >= 3 and argv[0].endswith("/bin/pip") and argv[1:] == ["install", "."]:
         assert argv[0].removesuffix("/bin/pip") in page.venvs
-        assert 'mpijob = "app.cli.main:main"' in (ROOT / "pyproject.toml").read_text()
+        assert 'mpijob = "app.cli.program:main"' in (ROOT / "pyproject.toml").read_text()
     elif argv[0] == "export" and argv[1].startswith("PATH="):
         assert any(f"{venv}/bin" in argv[1] for venv in page.venvs)
     elif argv[0] == "export" and argv[1].startswith(("MPI_HOOK_E2E_", "MPI_HOOK_NODE_")):

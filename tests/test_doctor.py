@@ -258,7 +258,7 @@ def test_every_check_has_a_case() -> None:
 
 
 def _mpijob(*args: str) -> subprocess.CompletedProcess[str]:
-    argv = [sys.executable, "-m", "app.cli.main", *args]
+    argv = [sys.executable, "-m", "app.cli.program", *args]
     return subprocess.run(argv, capture_output=True, text=True, check=False)
 
 

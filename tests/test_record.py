@@ -123,7 +123,7 @@ def test_no_key_or_token_byte_reaches_the_disk_and_the_recording_replays(
     assert env[0]["env"] == [{"name": "HF_TOKEN", "value": REDACTED}, {"name": "MODE", "value": "fast"}]
 
     replayed = subprocess.run(
-        [sys.executable, "-m", "app.cli.main", "replay", str(directory), "--url", hook.url],
+        [sys.executable, "-m", "app.cli.program", "replay", str(directory), "--url", hook.url],
         cwd=ROOT, env=served.hook_env({}), capture_output=True, text=True, timeout=120, check=False,
     )  # fmt: skip
     assert replayed.returncode == 0, replayed.stdout + replayed.stderr
@@ -281,7 +281,7 @@ def test_mpijob_serve_refuses_a_record_directory_that_is_a_file(tmp_path: Path) 
     not_a_dir.write_text("")
     env = served.hook_env({"MPI_OPERATOR_RECORD_DIR": str(not_a_dir)})
     done = subprocess.run(
-        [sys.executable, "-m", "app.cli.main", "serve", "--port", "1"],
+        [sys.executable, "-m", "app.cli.program", "serve", "--port", "1"],
         env=env, capture_output=True, text=True, timeout=60, check=False,
     )  # fmt: skip
     assert (

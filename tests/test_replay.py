@@ -35,7 +35,7 @@ def case_meta(folder: Path) -> dict[str, Any]:
 
 
 def replay(*args: str) -> subprocess.CompletedProcess[str]:
-    command = [sys.executable, "-m", "app.cli.main", "replay", *args]
+    command = [sys.executable, "-m", "app.cli.program", "replay", *args]
     return subprocess.run(
         command, cwd=ROOT, env=served.hook_env({}), capture_output=True, text=True, timeout=120, check=False
     )

@@ -189,7 +189,7 @@ def test_serve_with_a_bad_setting_exits_with_a_clear_message(name: str, value: s
     env[name] = value
     started = time.monotonic()
     done = subprocess.run(
-        [sys.executable, "-m", "app.cli.main", "serve", "--port", str(free_port())],
+        [sys.executable, "-m", "app.cli.program", "serve", "--port", str(free_port())],
         cwd=ROOT,
         env=env,
         capture_output=True,

@@ -54,7 +54,7 @@ def server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[tuple[str, Path
         PYTHONUNBUFFERED="1",
     )
     port = free_port()
-    command = [sys.executable, "-m", "app.cli.main", "serve", "--host", "127.0.0.1", "--port", str(port)]
+    command = [sys.executable, "-m", "app.cli.program", "serve", "--host", "127.0.0.1", "--port", str(port)]
     with log.open("wb") as out:
         process = subprocess.Popen(command, cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
     url = f"http://127.0.0.1:{port}"

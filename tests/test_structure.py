@@ -2,9 +2,7 @@
 
 - No module over 400 lines, no function over 40 (its ``def`` line to its last, docstring included), none
   with more than 6 parameters (``self`` and ``cls`` not counted).
-- One name per meaning: no two classes and no two modules of the same name. ``__init__`` and ``main`` (a
-  runnable package's entry point: ``app.cli.main:main``, uvicorn's ``app.server.main:app``) mean the same
-  thing wherever they are.
+- One name per meaning: no two classes and no two modules of the same name (``__init__`` aside).
 - No import circle between the modules of ``app/``, ``TYPE_CHECKING`` and function-level imports included
   (import-linter's layers cannot see one inside a layer).
 - The builders (``app/children``) build from what the plan decided: they never read a ``status``.
@@ -24,7 +22,7 @@ APP = ROOT / "app"
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 40
 MAX_PARAMETERS = 6
-SHARED_MODULE_NAMES = {"__init__", "main"}
+SHARED_MODULE_NAMES = {"__init__"}
 
 
 def _modules() -> dict[str, Path]:
