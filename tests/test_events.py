@@ -109,6 +109,22 @@ async def serving(api: ApiServer) -> AsyncIterator[ApiServer]:
         await task
 
 
+@asynccontextmanager
+async def hook_served(app: Any) -> AsyncIterator[str]:
+    """Our app served by uvicorn as in production (lifespan on: the recorder starts and, when the server
+    stops, drains its queue); its base URL."""
+    config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning")
+    server = uvicorn.Server(config)
+    task = asyncio.create_task(server.serve())
+    while not server.started:
+        await asyncio.sleep(0.01)
+    try:
+        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}"
+    finally:
+        server.should_exit = True
+        await task
+
+
 def run(coroutine: Callable[[], Coroutine[Any, Any, None]]) -> None:
     asyncio.run(coroutine())
 
@@ -458,18 +474,10 @@ def test_the_app_lifespan_starts_and_stops_the_recorder(token_file: Path) -> Non
         async with serving(ApiServer()) as api:
             settings = Settings(events="on", events_api_server=api.url, events_token_file=token_file)
             app = create_app(settings, SeededKeys(TEST_SEED))
-            config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning")
-            server = uvicorn.Server(config)
-            task = asyncio.create_task(server.serve())
-            while not server.started:
-                await asyncio.sleep(0.01)
-            port = server.servers[0].sockets[0].getsockname()[1]
-            async with httpx.AsyncClient() as client:
-                answer = await client.post(f"http://127.0.0.1:{port}/sync", content=body)
+            async with hook_served(app) as url, httpx.AsyncClient() as client:
+                answer = await client.post(f"{url}/sync", content=body)
                 assert answer.status_code == 200
-                metrics = (await client.get(f"http://127.0.0.1:{port}/metrics")).text
-            server.should_exit = True
-            await task  # lifespan shutdown drains the queue
+                metrics = (await client.get(f"{url}/metrics")).text
             assert [e["reason"] for e in api.stored.values()] == ["MPIJobCreated"]
             assert 'mpi_operator_hook_events_total{result="dropped"} 0.0' in metrics
 
@@ -539,20 +547,13 @@ def test_forged_syncs_post_no_event_and_a_flood_of_real_ones_is_cut_at_the_budge
                 caller_token_file=caller, events_namespace_burst=5,
             )  # fmt: skip
             app = create_app(settings, SeededKeys(TEST_SEED))
-            config = uvicorn.Config(app, host="127.0.0.1", port=0, lifespan="on", log_level="warning")
-            server = uvicorn.Server(config)
-            task = asyncio.create_task(server.serve())
-            while not server.started:
-                await asyncio.sleep(0.01)
-            url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/sync"
-            async with httpx.AsyncClient() as client:
+            async with hook_served(app) as url, httpx.AsyncClient() as client:
                 for i in range(20):
-                    assert (await client.post(url, content=forged(i))).status_code == 401
+                    assert (await client.post(f"{url}/sync", content=forged(i))).status_code == 401
                 auth = {"Authorization": "Bearer caller-token-never-printed"}
                 for i in range(20, 40):
-                    assert (await client.post(url, content=forged(i), headers=auth)).status_code == 200
-            server.should_exit = True
-            await task
+                    answer = await client.post(f"{url}/sync", content=forged(i), headers=auth)
+                    assert answer.status_code == 200
             assert len(api.stored) == 5
             assert app.hook.metrics.registry.get_sample_value(
                 "mpi_operator_hook_events_total", {"result": "rate_limited"}
