@@ -135,6 +135,20 @@ def test_no_colour_when_not_a_terminal() -> None:
     assert "\033[" not in done.stdout and "warning" in done.stdout
 
 
+@pytest.mark.parametrize("args", [["render", str(PI)], ["lint", "--list-rules"]])
+def test_a_reader_gone_early_is_exit_141_not_success(args: list[str]) -> None:
+    """``mpijob ... | head`` cut short: the code a shell gives SIGPIPE, never 0 for output nobody read."""
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # the reader is gone before the first write
+    clean = {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_")}
+    with subprocess.Popen([str(MPIJOB), *args], cwd=ROOT, env=clean, stdout=write_end,
+                          stderr=subprocess.PIPE, text=True) as process:  # fmt: skip
+        os.close(write_end)
+        _, stderr = process.communicate(timeout=60)
+    assert process.returncode == 141
+    assert stderr == ""  # no traceback, no "Exception ignored" at interpreter exit
+
+
 def test_version_is_the_package_metadata() -> None:
     from importlib import metadata
 

@@ -102,7 +102,8 @@ def test_each_command_documents_what_its_code_means() -> None:
     )
     assert documented["convert"] == {exits.EXIT_OK, exits.EXIT_UNUSABLE}
     assert documented["doctor"] == {exits.EXIT_OK, exits.EXIT_FINDINGS, exits.EXIT_UNUSABLE}
-    assert documented["every command"] == {exits.EXIT_INTERNAL, exits.EXIT_INTERRUPTED}
+    every = {exits.EXIT_INTERNAL, exits.EXIT_INTERRUPTED, exits.EXIT_BROKEN_PIPE}
+    assert documented["every command"] == every
 
 
 def test_the_rule_table_matches_the_registry() -> None:

@@ -8,3 +8,6 @@ EXIT_OK, EXIT_FINDINGS, EXIT_UNUSABLE, EXIT_INTERNAL = 0, 1, 2, 3
 EXIT_CANNOT_SERVE = 4
 # Interrupted (Ctrl-C), as shells report SIGINT.
 EXIT_INTERRUPTED = 130
+# The reader of standard output went away (e.g. ``| head``), as shells report SIGPIPE: the command's own code
+# is unknown then, and 0 would claim a result nobody read.
+EXIT_BROKEN_PIPE = 141

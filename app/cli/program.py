@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import argparse
 import ipaddress
+import os
 import socket
 import sys
 from collections.abc import Callable
@@ -23,7 +24,14 @@ from typing import Any
 
 from app.cli import replay
 from app.cli.doctor import command as doctor
-from app.cli.exits import EXIT_CANNOT_SERVE, EXIT_INTERNAL, EXIT_INTERRUPTED, EXIT_OK, EXIT_UNUSABLE
+from app.cli.exits import (
+    EXIT_BROKEN_PIPE,
+    EXIT_CANNOT_SERVE,
+    EXIT_INTERNAL,
+    EXIT_INTERRUPTED,
+    EXIT_OK,
+    EXIT_UNUSABLE,
+)
 
 PACKAGE = "mpi-operator-hook"
 # uvicorn's exit code when it cannot start (bind failure); ``serve`` turns it into EXIT_CANNOT_SERVE.
@@ -196,8 +204,9 @@ def main(argv: list[str] | None = None) -> int:
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
-        sys.stderr.close()  # the reader went away (e.g. `| head`): nothing left to say
-        return EXIT_OK
+        # The reader went away (e.g. `| head`): nothing left to say, and nothing more to flush at exit.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
     except Exception as err:  # the promise: one line, never a traceback
         print(f"mpijob: internal error ({type(err).__name__}); please report it", file=sys.stderr)
         return EXIT_INTERNAL
