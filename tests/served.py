@@ -80,8 +80,11 @@ def start(
     command[0] = str(VENV_BIN / "mpijob") if command[0] == "mpijob" else command[0]
     with log.open("wb") as out:
         process = subprocess.Popen(
-            command, cwd=cwd, env=hook_env(settings, authenticated=authenticated), stdout=out,
-            stderr=subprocess.STDOUT
+            command,
+            cwd=cwd,
+            env=hook_env(settings, authenticated=authenticated),
+            stdout=out,
+            stderr=subprocess.STDOUT,
         )
     served = Served(f"http://127.0.0.1:{port}", port, log, process)
     try:

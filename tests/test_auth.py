@@ -231,9 +231,12 @@ def test_callers_without_the_token_get_401_and_the_same_answer(
     assert {k: v for k, v in unauthorized(app).items() if k[0] == hook} == {
         (hook, "missing"): 1.0, (hook, "malformed"): 1.0, (hook, "wrong"): 1.0
     }  # fmt: skip
-    assert app.hook.metrics.registry.get_sample_value(
-        "mpi_operator_hook_errors_total", {"hook": hook, "kind": "unauthorized"}
-    ) == 3.0
+    assert (
+        app.hook.metrics.registry.get_sample_value(
+            "mpi_operator_hook_errors_total", {"hook": hook, "kind": "unauthorized"}
+        )
+        == 3.0
+    )
     refused = [r for r in caplog.records if getattr(r, "event", None) == "refused"]
     assert len(refused) == 1, "one line per 10 s however many are refused"
     assert refused[0].fields["reason"] == "missing" and refused[0].fields["status"] == 401  # type: ignore[attr-defined]

@@ -555,8 +555,11 @@ def test_forged_syncs_post_no_event_and_a_flood_of_real_ones_is_cut_at_the_budge
                     answer = await client.post(f"{url}/sync", content=forged(i), headers=auth)
                     assert answer.status_code == 200
             assert len(api.stored) == 5
-            assert app.hook.metrics.registry.get_sample_value(
-                "mpi_operator_hook_events_total", {"result": "rate_limited"}
-            ) == 15
+            assert (
+                app.hook.metrics.registry.get_sample_value(
+                    "mpi_operator_hook_events_total", {"result": "rate_limited"}
+                )
+                == 15
+            )
 
     run(scenario)

@@ -192,7 +192,12 @@ def test_go_duration_seconds_rejects(text: str) -> None:
 # --------------------------------------------------------------------- hand-written CompositeController check
 
 CC_SPEC_KEYS = {
-    "generateSelector", "parentResource", "childResources", "hooks", "resyncPeriodSeconds", "endpointConfigs"
+    "generateSelector",
+    "parentResource",
+    "childResources",
+    "hooks",
+    "resyncPeriodSeconds",
+    "endpointConfigs",
 }
 CC_PARENT_KEYS = {"apiVersion", "resource", "labelSelector", "revisionHistory", "ignoreStatusChanges"}
 CC_CHILD_KEYS = {"apiVersion", "resource", "updateStrategy"}
