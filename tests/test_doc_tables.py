@@ -4,7 +4,8 @@ docs/operations.md carries the hook's settings (``app/settings.py``), its metric
 serves) and Metacontroller's flags (``deploy/components/metacontroller/``); docs/compatibility.md carries the
 differences from the Go operator. Each table is parsed from its page and compared with the code or the
 manifest: a setting, metric or flag without its row fails, as does a row for one that does not exist or a
-value that changed. Each fact has its row on one page only, and links to a heading point at one that exists.
+value that changed. Each fact has its row on one page only, the pages have one index (the README's), and links
+to a heading point at one that exists.
 Every check returns its problems, so the tests at the end can show it catches a planted contradiction.
 """
 
@@ -24,7 +25,12 @@ from tests.test_manifests import kustomize
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PAGES = [ROOT / "README.md", ROOT / "bench" / "README.md", *sorted(DOCS.glob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    ROOT / "bench" / "README.md",
+    ROOT / "examples" / "requests" / "README.md",
+    *sorted(DOCS.glob("*.md")),
+]
 OPERATIONS = DOCS / "operations.md"
 COMPATIBILITY = DOCS / "compatibility.md"
 # Metacontroller's published StatefulSet, as the tests serve it instead of GitHub (metacontroller_standin).
@@ -221,6 +227,22 @@ def compatibility_rows_elsewhere(texts: dict[str, str]) -> list[str]:
     ]
 
 
+def index_tables(texts: dict[str, str]) -> list[tuple[str, set[str]]]:
+    """Each table that lists pages (its first column links to three or more of them): the page it is on and
+    the pages it lists."""
+    found = []
+    for page, text in texts.items():
+        for table in tables(text, page):
+            listed = {
+                str(((ROOT / page).parent / target).resolve().relative_to(ROOT))
+                for row in table.rows
+                for target in re.findall(r"\]\(([^)#:\s]+\.md)(?:#[^)]*)?\)", row[0])
+            }
+            if len(listed & set(texts)) >= 3:
+                found.append((page, listed))
+    return found
+
+
 # --- links to headings -----------------------------------------------------------------------------------
 
 
@@ -282,6 +304,13 @@ def test_each_setting_metric_and_flag_has_its_row_on_one_page(shipped_flags: dic
 
 def test_the_compatibility_rows_are_only_on_the_compatibility_page() -> None:
     assert compatibility_rows_elsewhere(page_texts()) == []
+
+
+def test_the_pages_have_one_index_the_readmes_listing_every_page() -> None:
+    texts = page_texts()
+    [(page, listed)] = index_tables(texts)
+    assert page == "README.md"
+    assert set(texts) - {"README.md", "examples/requests/README.md"} <= listed
 
 
 def test_links_to_headings_find_them() -> None:
@@ -371,3 +400,11 @@ def test_the_one_copy_checks_catch_a_second_copy() -> None:
         "docs/user-guide.md": f"{texts['docs/user-guide.md']}\n| a | b |\n|---|---|\n{compat_row}\n",
     }
     assert compatibility_rows_elsewhere(copied) == ["docs/user-guide.md: evicted worker"]
+
+
+def test_the_index_check_catches_a_second_index() -> None:
+    texts = page_texts()
+    readme = texts["README.md"]
+    index = readme[readme.index("| page | for |") :].split("\n\n", 1)[0].replace("](docs/", "](")
+    copied = {**texts, "docs/README.md": f"{texts['docs/README.md']}\n{index}\n"}
+    assert [page for page, _ in index_tables(copied)] == ["README.md", "docs/README.md"]
