@@ -243,6 +243,17 @@ def index_tables(texts: dict[str, str]) -> list[tuple[str, set[str]]]:
     return found
 
 
+def exit_code_tables(texts: dict[str, str]) -> list[str]:
+    """The pages with a table of exit codes (a header cell naming them); the user guide's command table is
+    the one copy (tests/test_cli_docs.py checks it against ``app/cli/exits.py``)."""
+    return [
+        page
+        for page, text in texts.items()
+        for table in tables(text, page)
+        if any("exit code" in cell.lower() for cell in table.header)
+    ]
+
+
 # --- links to headings -----------------------------------------------------------------------------------
 
 
@@ -311,6 +322,10 @@ def test_the_pages_have_one_index_the_readmes_listing_every_page() -> None:
     [(page, listed)] = index_tables(texts)
     assert page == "README.md"
     assert set(texts) - {"README.md", "examples/requests/README.md"} <= listed
+
+
+def test_exit_codes_are_tabled_only_in_the_user_guide() -> None:
+    assert exit_code_tables(page_texts()) == ["docs/user-guide.md"]
 
 
 def test_links_to_headings_find_them() -> None:
@@ -408,3 +423,10 @@ def test_the_index_check_catches_a_second_index() -> None:
     index = readme[readme.index("| page | for |") :].split("\n\n", 1)[0].replace("](docs/", "](")
     copied = {**texts, "docs/README.md": f"{texts['docs/README.md']}\n{index}\n"}
     assert [page for page, _ in index_tables(copied)] == ["README.md", "docs/README.md"]
+
+
+def test_the_exit_code_check_catches_a_second_table() -> None:
+    texts = page_texts()
+    table = "| exit code | means |\n|---|---|\n| 0 | nothing is wrong |\n"
+    copied = {**texts, "docs/troubleshooting.md": f"{texts['docs/troubleshooting.md']}\n{table}"}
+    assert exit_code_tables(copied) == ["docs/troubleshooting.md", "docs/user-guide.md"]
