@@ -20,7 +20,7 @@ import pytest
 import yaml
 
 from app.server.main import create_app
-from app.settings import Settings
+from app.settings import Settings, answer_setting_defaults
 from tests.test_manifests import kustomize
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -33,6 +33,7 @@ PAGES = [
 ]
 OPERATIONS = DOCS / "operations.md"
 COMPATIBILITY = DOCS / "compatibility.md"
+REQUESTS = ROOT / "examples" / "requests" / "README.md"
 # Metacontroller's published StatefulSet, as the tests serve it instead of GitHub (metacontroller_standin).
 PUBLISHED_METACONTROLLER = ROOT / "tests" / "manifests" / "metacontroller-production" / "metacontroller.yaml"
 UNITS = {"KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
@@ -162,6 +163,16 @@ def metrics_problems(text: str, exported: set[str]) -> list[str]:
         if name not in exact and not any(name.startswith(p) for p in prefixes)
     ]
     return problems
+
+
+# --- the record layout ----------------------------------------------------------------------------------
+
+
+def layout_settings(text: str) -> set[str]:
+    """The settings the record layout (examples/requests/README.md) says a ``case.json`` keeps."""
+    layout = text[text.index("## The layout") :]
+    bullet = layout[layout.index("- `case.json`") :].split("\n- ", 1)[0].split("\n\n", 1)[0]
+    return set(re.findall(r"`(MPI_OPERATOR_\w+)`", bullet))
 
 
 # --- Metacontroller's flags ------------------------------------------------------------------------------
@@ -300,6 +311,15 @@ def test_the_settings_table_is_app_settings() -> None:
 
 def test_the_metrics_table_is_what_metrics_serves() -> None:
     assert metrics_problems(OPERATIONS.read_text(), exported_metrics()) == []
+
+
+def test_the_record_layout_names_the_settings_answers_depend_on() -> None:
+    assert layout_settings(REQUESTS.read_text()) == set(answer_setting_defaults())
+
+
+def test_the_layout_check_catches_a_setting_left_out() -> None:
+    planted = _plant(REQUESTS.read_text(), "`MPI_OPERATOR_CLUSTER_DOMAIN`, ", "")
+    assert layout_settings(planted) == set(answer_setting_defaults()) - {"MPI_OPERATOR_CLUSTER_DOMAIN"}
 
 
 def test_the_flag_table_is_what_deploy_gives_metacontroller(
