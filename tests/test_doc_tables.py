@@ -12,6 +12,7 @@ Every check returns its problems, so the tests at the end can show it catches a 
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -346,6 +347,14 @@ def test_the_pages_have_one_index_the_readmes_listing_every_page() -> None:
 
 def test_exit_codes_are_tabled_only_in_the_user_guide() -> None:
     assert exit_code_tables(page_texts()) == ["docs/user-guide.md"]
+
+
+def test_the_readmes_python_is_the_one_pyproject_requires() -> None:
+    readme = (ROOT / "README.md").read_text()
+    (row,) = [line for line in readme.splitlines() if line.startswith("| Python |")]
+    (version,) = re.findall(r"\| (\d+\.\d+) or newer \|", row)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["requires-python"] == f">={version}"
 
 
 def test_links_to_headings_find_them() -> None:
