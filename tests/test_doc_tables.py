@@ -266,6 +266,23 @@ def exit_code_tables(texts: dict[str, str]) -> list[str]:
     ]
 
 
+# A measured ratio or share (a number then a multiplication sign, an "x" or "%": four times, 0.10x, ~40%),
+# not a case size (50 by 64 workers, written with the sign between two numbers).
+TIMES = "\N{MULTIPLICATION SIGN}"
+MEASURED = re.compile(rf"\d(?:{TIMES}|x\b|%)(?!\s*\d)")
+
+
+def quoted_measurements(texts: dict[str, str]) -> list[str]:
+    """Measured figures on the pages under docs/: bench/README.md's tables hold them (the README's front door
+    quotes its headline, with the link), the pages give guidance and link to them."""
+    return [
+        f"{page}:{text.count(chr(10), 0, match.start()) + 1}: {match.group()}"
+        for page, text in texts.items()
+        if page.startswith("docs/")
+        for match in MEASURED.finditer(re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL))
+    ]
+
+
 # --- links to headings -----------------------------------------------------------------------------------
 
 
@@ -355,6 +372,10 @@ def test_the_readmes_python_is_the_one_pyproject_requires() -> None:
     (version,) = re.findall(r"\| (\d+\.\d+) or newer \|", row)
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["requires-python"] == f">={version}"
+
+
+def test_the_docs_quote_no_benchmark_figure() -> None:
+    assert quoted_measurements(page_texts()) == []
 
 
 def test_links_to_headings_find_them() -> None:
@@ -459,3 +480,10 @@ def test_the_exit_code_check_catches_a_second_table() -> None:
     table = "| exit code | means |\n|---|---|\n| 0 | nothing is wrong |\n"
     copied = {**texts, "docs/troubleshooting.md": f"{texts['docs/troubleshooting.md']}\n{table}"}
     assert exit_code_tables(copied) == ["docs/troubleshooting.md", "docs/user-guide.md"]
+
+
+def test_the_figure_check_catches_a_quoted_ratio() -> None:
+    texts = page_texts()
+    quoted_line = f"~40% less CPU, 2-4{TIMES} the Go operator's, 50 {TIMES} 64 workers\n"
+    quoted = {**texts, "docs/operations.md": f"{texts['docs/operations.md']}\n{quoted_line}"}
+    assert [found.split(": ")[1] for found in quoted_measurements(quoted)] == ["0%", f"4{TIMES}"]
