@@ -369,7 +369,7 @@ def test_exit_codes_are_tabled_only_in_the_user_guide() -> None:
 def test_the_readmes_python_is_the_one_pyproject_requires() -> None:
     readme = (ROOT / "README.md").read_text()
     (row,) = [line for line in readme.splitlines() if line.startswith("| Python |")]
-    (version,) = re.findall(r"\| (\d+\.\d+) or newer \|", row)
+    (version,) = re.findall(r"^\| Python \| (\d+\.\d+) or newer\b", row)
     project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
     assert project["requires-python"] == f">={version}"
 

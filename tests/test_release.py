@@ -248,7 +248,7 @@ def readme_minimum_metacontroller() -> str:
     """The minimum in the README's version table: its Metacontroller row's "needs ≥ vX"."""
     readme = (ROOT / "README.md").read_text()
     (row,) = [line for line in readme.splitlines() if line.startswith("| Metacontroller |")]
-    (minimum,) = re.findall(r"needs ≥ (v[\d.]+)", row)
+    (minimum,) = re.findall(r"\| needs ≥ (v[\d.]+)", row)
     return minimum
 
 
@@ -283,9 +283,9 @@ def test_the_version_check_catches_another_minimum_and_another_release() -> None
     assert release_notes_minimum_metacontroller(older[workflow]) != minimum
     (problem,) = metacontroller_version_problems(older, minimum, pinned)
     assert problem.startswith(f"{workflow}:") and problem.endswith(f"needs v4.15.0, the minimum is {minimum}")
-    newer = {**texts, "README.md": texts["README.md"].replace(f"tested with {pinned}", "tested with v4.18.0")}
+    newer = {**texts, "README.md": texts["README.md"].replace(f"{pinned}, which", "v4.18.0, which")}
     assert metacontroller_version_problems(newer, minimum, pinned) == [
-        f"README.md:{readme_line(f'tested with {pinned}')}: names v4.18.0, deploy/ pins {pinned}"
+        f"README.md:{readme_line(f'{pinned}, which')}: names v4.18.0, deploy/ pins {pinned}"
     ]
 
 
