@@ -382,14 +382,6 @@ def test_links_to_headings_find_them() -> None:
     assert broken_anchors() == []
 
 
-def test_the_readme_shows_the_pi_example_as_it_is() -> None:
-    """The README's one MPIJob is ``examples/pi/pi.yaml`` itself, not a copy that drifts from it."""
-    readme = (ROOT / "README.md").read_text()
-    shown = [yaml.safe_load(block) for block in re.findall(r"^```yaml\n(.*?)^```", readme, re.M | re.S)]
-    jobs = [doc for doc in shown if isinstance(doc, dict) and doc.get("kind") == "MPIJob"]
-    assert jobs == [yaml.safe_load((ROOT / "examples" / "pi" / "pi.yaml").read_text())]
-
-
 # --- the checks catch a planted contradiction ------------------------------------------------------------
 
 
