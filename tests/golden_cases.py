@@ -1,7 +1,9 @@
 """The golden scenarios: each builds one recorded-style Metacontroller request (and its settings).
 
 ``tests/golden/<case>/request.json`` is written from these builders with ``--update-golden`` and then
-read back from disk, so the files are what is tested (and what the curl smoke test posts).
+read back from disk, so the files are what is tested (and what the curl smoke test posts). Beside it,
+``case.json`` says the settings the answer is made with, in the format of ``examples/requests/``'s case files,
+so a folder is read (or sent to a hook) without this module.
 """
 
 from __future__ import annotations
@@ -19,7 +21,8 @@ from app.core.sync import SyncResult, Verdict, judge, sync
 from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
 from app.server.memo import ParentMemo, remember
-from app.settings import Settings
+from app.server.record import CASE
+from app.settings import Settings, env_name
 from tests.builders import (
     MPIJobBuilder,
     launcher_pod,
@@ -401,6 +404,22 @@ def all_cases() -> list[tuple[str, Path, dict[str, str]]]:
 
 def response_path(name: str) -> Path:
     return GOLDEN / name / "response.json"
+
+
+def case_path(name: str) -> Path:
+    return GOLDEN / name / CASE
+
+
+def case_meta(name: str, request_file: Path, settings: dict[str, str]) -> dict[str, Any]:
+    """``case.json`` of a golden case: the settings its answer is made with, by environment variable (none:
+    the defaults), and what it shows (a wire case: where its request is)."""
+    if name in CASES:
+        shows = CASES[name].doc
+    else:
+        wire = request_file.relative_to(GOLDEN.parent.parent)
+        shows = f"the answer to {wire}, a request in Metacontroller's exact shape"
+    meta: dict[str, Any] = {"settings": {env_name(key): value for key, value in settings.items()}}
+    return {**meta, "shows": shows} if shows else meta
 
 
 def dump(obj: Any) -> str:

@@ -102,6 +102,7 @@ def test_each_command_documents_what_its_code_means() -> None:
     )
     assert documented["convert"] == {exits.EXIT_OK, exits.EXIT_UNUSABLE}
     assert documented["doctor"] == {exits.EXIT_OK, exits.EXIT_FINDINGS, exits.EXIT_UNUSABLE}
+    assert documented["replay"] == {exits.EXIT_OK, exits.EXIT_FINDINGS, exits.EXIT_UNUSABLE}
     every = {exits.EXIT_INTERNAL, exits.EXIT_INTERRUPTED, exits.EXIT_BROKEN_PIPE}
     assert documented["every command"] == every
 

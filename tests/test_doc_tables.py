@@ -4,13 +4,15 @@ docs/operations.md carries the hook's settings (``app/settings.py``), its metric
 serves) and Metacontroller's flags (``deploy/components/metacontroller/``); docs/compatibility.md carries the
 differences from the Go operator. Each table is parsed from its page and compared with the code or the
 manifest: a setting, metric or flag without its row fails, as does a row for one that does not exist or a
-value that changed. Each fact has its row on one page only, and links to a heading point at one that exists.
+value that changed. Each fact has its row on one page only, the pages have one index (the README's), and links
+to a heading point at one that exists.
 Every check returns its problems, so the tests at the end can show it catches a planted contradiction.
 """
 
 from __future__ import annotations
 
 import re
+import tomllib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -19,14 +21,20 @@ import pytest
 import yaml
 
 from app.server.main import create_app
-from app.settings import Settings
+from app.settings import Settings, answer_setting_defaults
 from tests.test_manifests import kustomize
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PAGES = [ROOT / "README.md", ROOT / "bench" / "README.md", *sorted(DOCS.glob("*.md"))]
+PAGES = [
+    ROOT / "README.md",
+    ROOT / "bench" / "README.md",
+    ROOT / "examples" / "requests" / "README.md",
+    *sorted(DOCS.glob("*.md")),
+]
 OPERATIONS = DOCS / "operations.md"
 COMPATIBILITY = DOCS / "compatibility.md"
+REQUESTS = ROOT / "examples" / "requests" / "README.md"
 # Metacontroller's published StatefulSet, as the tests serve it instead of GitHub (metacontroller_standin).
 PUBLISHED_METACONTROLLER = ROOT / "tests" / "manifests" / "metacontroller-production" / "metacontroller.yaml"
 UNITS = {"KiB": 1024, "MiB": 1024**2, "GiB": 1024**3}
@@ -158,6 +166,16 @@ def metrics_problems(text: str, exported: set[str]) -> list[str]:
     return problems
 
 
+# --- the record layout ----------------------------------------------------------------------------------
+
+
+def layout_settings(text: str) -> set[str]:
+    """The settings the record layout (examples/requests/README.md) says a ``case.json`` keeps."""
+    layout = text[text.index("## The layout") :]
+    bullet = layout[layout.index("- `case.json`") :].split("\n- ", 1)[0].split("\n\n", 1)[0]
+    return set(re.findall(r"`(MPI_OPERATOR_\w+)`", bullet))
+
+
 # --- Metacontroller's flags ------------------------------------------------------------------------------
 
 
@@ -221,6 +239,50 @@ def compatibility_rows_elsewhere(texts: dict[str, str]) -> list[str]:
     ]
 
 
+def index_tables(texts: dict[str, str]) -> list[tuple[str, set[str]]]:
+    """Each table that lists pages (its first column links to three or more of them): the page it is on and
+    the pages it lists."""
+    found = []
+    for page, text in texts.items():
+        for table in tables(text, page):
+            listed = {
+                str(((ROOT / page).parent / target).resolve().relative_to(ROOT))
+                for row in table.rows
+                for target in re.findall(r"\]\(([^)#:\s]+\.md)(?:#[^)]*)?\)", row[0])
+            }
+            if len(listed & set(texts)) >= 3:
+                found.append((page, listed))
+    return found
+
+
+def exit_code_tables(texts: dict[str, str]) -> list[str]:
+    """The pages with a table of exit codes (a header cell naming them); the user guide's command table is
+    the one copy (tests/test_cli_docs.py checks it against ``app/cli/exits.py``)."""
+    return [
+        page
+        for page, text in texts.items()
+        for table in tables(text, page)
+        if any("exit code" in cell.lower() for cell in table.header)
+    ]
+
+
+# A measured ratio or share (a number then a multiplication sign, an "x" or "%": four times, 0.10x, ~40%),
+# not a case size (50 by 64 workers, written with the sign between two numbers).
+TIMES = "\N{MULTIPLICATION SIGN}"
+MEASURED = re.compile(rf"\d(?:{TIMES}|x\b|%)(?!\s*\d)")
+
+
+def quoted_measurements(texts: dict[str, str]) -> list[str]:
+    """Measured figures on the pages under docs/: bench/README.md's tables hold them (the README's front door
+    quotes its headline, with the link), the pages give guidance and link to them."""
+    return [
+        f"{page}:{text.count(chr(10), 0, match.start()) + 1}: {match.group()}"
+        for page, text in texts.items()
+        if page.startswith("docs/")
+        for match in MEASURED.finditer(re.sub(r"^```.*?^```", "", text, flags=re.MULTILINE | re.DOTALL))
+    ]
+
+
 # --- links to headings -----------------------------------------------------------------------------------
 
 
@@ -269,6 +331,15 @@ def test_the_metrics_table_is_what_metrics_serves() -> None:
     assert metrics_problems(OPERATIONS.read_text(), exported_metrics()) == []
 
 
+def test_the_record_layout_names_the_settings_answers_depend_on() -> None:
+    assert layout_settings(REQUESTS.read_text()) == set(answer_setting_defaults())
+
+
+def test_the_layout_check_catches_a_setting_left_out() -> None:
+    planted = _plant(REQUESTS.read_text(), "`MPI_OPERATOR_CLUSTER_DOMAIN`, ", "")
+    assert layout_settings(planted) == set(answer_setting_defaults()) - {"MPI_OPERATOR_CLUSTER_DOMAIN"}
+
+
 def test_the_flag_table_is_what_deploy_gives_metacontroller(
     shipped_flags: dict[str, str], published_flags: dict[str, str]
 ) -> None:
@@ -284,16 +355,31 @@ def test_the_compatibility_rows_are_only_on_the_compatibility_page() -> None:
     assert compatibility_rows_elsewhere(page_texts()) == []
 
 
+def test_the_pages_have_one_index_the_readmes_listing_every_page() -> None:
+    texts = page_texts()
+    [(page, listed)] = index_tables(texts)
+    assert page == "README.md"
+    assert set(texts) - {"README.md", "examples/requests/README.md"} <= listed
+
+
+def test_exit_codes_are_tabled_only_in_the_user_guide() -> None:
+    assert exit_code_tables(page_texts()) == ["docs/user-guide.md"]
+
+
+def test_the_readmes_python_is_the_one_pyproject_requires() -> None:
+    readme = (ROOT / "README.md").read_text()
+    (row,) = [line for line in readme.splitlines() if line.startswith("| Python |")]
+    (version,) = re.findall(r"^\| Python \| (\d+\.\d+) or newer\b", row)
+    project = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]
+    assert project["requires-python"] == f">={version}"
+
+
+def test_the_docs_quote_no_benchmark_figure() -> None:
+    assert quoted_measurements(page_texts()) == []
+
+
 def test_links_to_headings_find_them() -> None:
     assert broken_anchors() == []
-
-
-def test_the_readme_shows_the_pi_example_as_it_is() -> None:
-    """The README's one MPIJob is ``examples/pi/pi.yaml`` itself, not a copy that drifts from it."""
-    readme = (ROOT / "README.md").read_text()
-    shown = [yaml.safe_load(block) for block in re.findall(r"^```yaml\n(.*?)^```", readme, re.M | re.S)]
-    jobs = [doc for doc in shown if isinstance(doc, dict) and doc.get("kind") == "MPIJob"]
-    assert jobs == [yaml.safe_load((ROOT / "examples" / "pi" / "pi.yaml").read_text())]
 
 
 # --- the checks catch a planted contradiction ------------------------------------------------------------
@@ -371,3 +457,25 @@ def test_the_one_copy_checks_catch_a_second_copy() -> None:
         "docs/user-guide.md": f"{texts['docs/user-guide.md']}\n| a | b |\n|---|---|\n{compat_row}\n",
     }
     assert compatibility_rows_elsewhere(copied) == ["docs/user-guide.md: evicted worker"]
+
+
+def test_the_index_check_catches_a_second_index() -> None:
+    texts = page_texts()
+    readme = texts["README.md"]
+    index = readme[readme.index("| page | for |") :].split("\n\n", 1)[0].replace("](docs/", "](")
+    copied = {**texts, "docs/README.md": f"{texts['docs/README.md']}\n{index}\n"}
+    assert [page for page, _ in index_tables(copied)] == ["README.md", "docs/README.md"]
+
+
+def test_the_exit_code_check_catches_a_second_table() -> None:
+    texts = page_texts()
+    table = "| exit code | means |\n|---|---|\n| 0 | nothing is wrong |\n"
+    copied = {**texts, "docs/troubleshooting.md": f"{texts['docs/troubleshooting.md']}\n{table}"}
+    assert exit_code_tables(copied) == ["docs/troubleshooting.md", "docs/user-guide.md"]
+
+
+def test_the_figure_check_catches_a_quoted_ratio() -> None:
+    texts = page_texts()
+    quoted_line = f"~40% less CPU, 2-4{TIMES} the Go operator's, 50 {TIMES} 64 workers\n"
+    quoted = {**texts, "docs/operations.md": f"{texts['docs/operations.md']}\n{quoted_line}"}
+    assert [found.split(": ")[1] for found in quoted_measurements(quoted)] == ["0%", f"4{TIMES}"]

@@ -3,7 +3,8 @@
 ``mpijob`` commands run for real in a scratch copy of the repository; ``kubectl`` commands are parsed by
 kubectl itself (``--help`` appended: unknown commands and flags fail, no cluster needed) and their files,
 kustomizations and patches are checked; the few other tools have consistency checks. A command nobody knows
-how to check fails the test.
+how to check fails the test. Every MPIJob shown lints as its page says (no finding but those a
+``<!-- lint: RULE -->`` note before it names) and has its image contract linked above it.
 """
 
 from __future__ import annotations
@@ -24,7 +25,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.api.lint import Severity, lint_manifest
+from app.api.lint import RULES, lint_manifest
 from app.cli.program import build_parser
 from tests import served, trainer_crds
 from tests.kube_schema import schema_errors
@@ -42,6 +43,8 @@ COPIED = ["examples", "docs", "deploy", "crds", "metacontroller", "scripts", "Do
 KUBECTL = shutil.which("kubectl")
 FILE_VERBS = {"apply", "create", "delete", "replace", "diff"}
 FENCE = re.compile(r"^( *)```(\w*)\s*$")
+# Just before a YAML block's fence: the lint findings it shows on purpose, e.g. <!-- lint: np-mismatch -->.
+SHOWS = re.compile(r"^\s*<!-- lint: ([\w, -]+?) -->\s*$")
 
 
 @dataclass
@@ -50,19 +53,25 @@ class Block:
     line: int
     language: str
     text: str
+    shows: frozenset[str] = frozenset()  # the lint rules the page says the block shows
 
 
 def blocks(page: Path) -> list[Block]:
-    found, current, start, language, indent = [], None, 0, "", 0
+    found, current, start, language, indent, shows = [], None, 0, "", 0, frozenset[str]()
+    previous = ""
     for number, line in enumerate(page.read_text().splitlines(), start=1):
         match = FENCE.match(line)
         if match and current is None:
             current, start, language, indent = [], number, match.group(2), len(match.group(1))
+            said = SHOWS.match(previous)
+            shows = frozenset(r.strip() for r in said.group(1).split(",")) if said else frozenset()
         elif match and current is not None:
-            found.append(Block(page, start, language, "\n".join(current)))
+            found.append(Block(page, start, language, "\n".join(current), shows))
             current = None
         elif current is not None:
             current.append(line[indent:])
+        if line.strip():
+            previous = line
     return found
 
 
@@ -418,26 +427,106 @@ def test_the_pages_have_commands() -> None:
     assert pages >= {ROOT / "README.md", *(ROOT / "docs" / name for name in guides)}
 
 
-def _yaml_mpijobs() -> list[tuple[str, dict[str, Any]]]:
-    found = []
-    for page in PAGES:
+def as_job(doc: Any) -> dict[str, Any] | None:
+    """The MPIJob a YAML block shows: a complete ``kubeflow.org/v2beta1`` one, or a ``spec`` (with
+    ``metadata`` or not) that has replica specs, linted as a job of its own. Other fragments (a
+    ``failurePolicy``, labels) are no job, and not linted."""
+    if not isinstance(doc, dict):
+        return None
+    if doc.get("kind") == "MPIJob" and doc.get("apiVersion") == "kubeflow.org/v2beta1":
+        return doc
+    spec = doc.get("spec")
+    if set(doc) <= {"metadata", "spec"} and isinstance(spec, dict) and "mpiReplicaSpecs" in spec:
+        metadata = doc.get("metadata") or {"name": "snippet"}
+        return {"apiVersion": "kubeflow.org/v2beta1", "kind": "MPIJob", "metadata": metadata, "spec": spec}
+    return None
+
+
+@dataclass(frozen=True)
+class Snippet:
+    where: str
+    job: dict[str, Any]
+    shows: frozenset[str]
+
+
+def where(page: Path, line: int) -> str:
+    return f"{page.relative_to(ROOT) if page.is_relative_to(ROOT) else page.name}:{line}"
+
+
+def yaml_mpijobs(pages: Sequence[Path] = PAGES) -> list[Snippet]:
+    return [
+        Snippet(where(page, block.line), job, block.shows)
+        for page in pages
+        for block in blocks(page)
+        if block.language == "yaml" and (job := as_job(yaml.safe_load(block.text))) is not None
+    ]
+
+
+def lint_problems(snippet: Snippet) -> list[str]:
+    """A snippet's findings, of any severity, against those its page says it shows: each shown, no other."""
+    found = {finding.rule for finding in lint_manifest(snippet.job)}
+    problems = [
+        f"{snippet.where}: finds {rule}, which the page does not say"
+        for rule in sorted(found - snippet.shows)
+    ]
+    problems += [
+        f"{snippet.where}: the page says {rule}, lint does not find it"
+        for rule in sorted(snippet.shows - found)
+    ]
+    return problems
+
+
+def contract_problems(pages: Sequence[Path] = PAGES) -> list[str]:
+    """Each MPIJob shown runs MPI, so the page says, between the heading above it and the block, which image
+    contract it needs: a link to docs/image-contract.md (that page itself excepted)."""
+    problems = []
+    for page in pages:
+        if page.name == "image-contract.md":
+            continue
+        lines = page.read_text().splitlines()
         for block in blocks(page):
-            if block.language != "yaml":
+            if block.language != "yaml" or as_job(yaml.safe_load(block.text)) is None:
                 continue
-            doc = yaml.safe_load(block.text)
-            if (
-                isinstance(doc, dict)
-                and doc.get("kind") == "MPIJob"
-                and doc.get("apiVersion") == "kubeflow.org/v2beta1"
-            ):
-                found.append((f"{page.relative_to(ROOT)}:{block.line}", doc))
-    return found
+            above = lines[: block.line - 1]
+            heading = max((i for i, line in enumerate(above) if line.startswith("#")), default=0)
+            if "image-contract.md" not in "\n".join(above[heading:]):
+                problems.append(f"{where(page, block.line)}: no link to the image contract above the job")
+    return problems
 
 
-@pytest.mark.parametrize(("where", "job"), _yaml_mpijobs(), ids=[w for w, _ in _yaml_mpijobs()])
-def test_documented_mpijobs_lint_clean(where: str, job: dict[str, Any]) -> None:
-    findings = [f for f in lint_manifest(job) if f.severity is not Severity.INFO]
-    assert findings == [], where
+@pytest.mark.parametrize("snippet", yaml_mpijobs(), ids=[s.where for s in yaml_mpijobs()])
+def test_documented_mpijobs_lint_as_their_page_says(snippet: Snippet) -> None:
+    assert lint_problems(snippet) == []
+
+
+def note_problems(pages: Sequence[Path] = PAGES) -> list[str]:
+    """A ``<!-- lint: ... -->`` note must stand before a block that is linted and name real rules."""
+    linted = {snippet.where for snippet in yaml_mpijobs(pages)}
+    problems = []
+    for page in pages:
+        for block in blocks(page):
+            if block.shows and where(page, block.line) not in linted:
+                problems.append(f"{where(page, block.line)}: a lint note on no MPIJob")
+            problems += [
+                f"{where(page, block.line)}: no rule {rule}" for rule in sorted(block.shows - set(RULES))
+            ]
+    return problems
+
+
+def test_every_lint_note_names_rules_of_a_linted_job() -> None:
+    assert note_problems() == []
+
+
+def test_each_documented_mpijob_names_its_image_contract() -> None:
+    assert contract_problems() == []
+
+
+def test_the_pages_that_show_examples_pi_show_it_as_it_is() -> None:
+    """The README's and the user guide's ``pi`` are ``examples/pi/pi.yaml`` itself, not copies that drift."""
+    pi = yaml.safe_load((ROOT / "examples" / "pi" / "pi.yaml").read_text())
+    for page in (ROOT / "README.md", ROOT / "docs" / "user-guide.md"):
+        shown = [s.job for s in yaml_mpijobs([page]) if s.job["metadata"]["name"] == "pi"]
+        assert shown == [pi], page
 
 
 def test_relative_links_point_at_files() -> None:
@@ -480,7 +569,79 @@ def test_an_unknown_tool_fails() -> None:
 
 
 def test_yaml_mpijobs_in_the_docs_are_found() -> None:
-    assert len(_yaml_mpijobs()) >= 2
+    found = {snippet.where.split(":")[0] for snippet in yaml_mpijobs()}
+    assert found >= {"README.md", "docs/user-guide.md"}
+    assert len(yaml_mpijobs()) >= 3  # the user guide's GPU job is a spec alone
+
+
+PLANTED_PAGE = """\
+# A page
+
+A job, and its [image contract](image-contract.md):
+
+{note}
+```yaml
+{job}
+```
+"""
+
+
+def _planted_page(tmp_path: Path, note: str, job: str) -> Path:
+    page = tmp_path / "page.md"
+    page.write_text(PLANTED_PAGE.format(note=note, job=job))
+    return page
+
+
+def _pi_with_minus_n_3() -> str:
+    text = (ROOT / "examples" / "pi" / "pi.yaml").read_text()
+    assert text.count('- "2"') == 1
+    return text.replace('- "2"', '- "3"')
+
+
+@pytest.mark.parametrize(
+    ("note", "problems"),
+    [
+        ("<!-- lint: np-mismatch -->", []),
+        ("", ["page.md:6: finds np-mismatch, which the page does not say"]),
+        (
+            "<!-- lint: gpus-at-pod-level -->",
+            [
+                "page.md:6: finds np-mismatch, which the page does not say",
+                "page.md:6: the page says gpus-at-pod-level, lint does not find it",
+            ],
+        ),
+    ],
+    ids=["said", "not said", "another said"],
+)
+def test_the_lint_check_wants_each_finding_said_and_no_other(
+    tmp_path: Path, note: str, problems: list[str]
+) -> None:
+    (snippet,) = yaml_mpijobs([_planted_page(tmp_path, note, _pi_with_minus_n_3())])
+    assert lint_problems(snippet) == problems
+
+
+def test_a_spec_alone_is_linted_and_another_fragment_is_not(tmp_path: Path) -> None:
+    job = yaml.safe_load(_pi_with_minus_n_3())
+    spec = yaml.safe_dump({"spec": job["spec"]})
+    (snippet,) = yaml_mpijobs([_planted_page(tmp_path, "", spec)])
+    assert [problem.split(": ", 1)[1] for problem in lint_problems(snippet)] == [
+        "finds np-mismatch, which the page does not say"
+    ]
+    assert yaml_mpijobs([_planted_page(tmp_path, "", yaml.safe_dump({"spec": {"runPolicy": {}}}))]) == []
+
+
+def test_the_note_check_finds_a_note_on_no_job_and_a_rule_that_does_not_exist(tmp_path: Path) -> None:
+    page = _planted_page(tmp_path, "<!-- lint: np-mismatch, np-mismatched -->", _pi_with_minus_n_3())
+    assert note_problems([page]) == ["page.md:6: no rule np-mismatched"]
+    page = _planted_page(tmp_path, "<!-- lint: np-mismatch -->", "metadata:\n  name: pi")
+    assert note_problems([page]) == ["page.md:6: a lint note on no MPIJob"]
+
+
+def test_the_contract_check_finds_a_job_without_the_link(tmp_path: Path) -> None:
+    page = _planted_page(tmp_path, "", (ROOT / "examples" / "pi" / "pi.yaml").read_text())
+    assert contract_problems([page]) == []
+    page.write_text(page.read_text().replace("[image contract](image-contract.md)", "image"))
+    assert contract_problems([page]) == ["page.md:6: no link to the image contract above the job"]
 
 
 def test_an_applied_file_the_crd_rejects_fails(tmp_path: Path) -> None:

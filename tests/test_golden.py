@@ -16,7 +16,7 @@ from app.core.sync import sync
 from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
 from app.settings import Settings
-from tests.golden_cases import CASES, NOW, SEED, all_cases, dump, response_path, run
+from tests.golden_cases import CASES, NOW, SEED, all_cases, case_meta, case_path, dump, response_path, run
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -40,6 +40,32 @@ def test_golden_response(
         path.write_text(dump(response))
     expected = json.loads(path.read_text())
     assert response == expected, f"{name}: response differs from {path}; run --update-golden and review"
+
+
+@pytest.mark.parametrize(("name", "request_file", "settings"), all_cases(), ids=[c[0] for c in all_cases()])
+def test_case_files_say_the_settings_of_the_answer(
+    name: str, request_file: Path, settings: dict[str, str], update_golden: bool
+) -> None:
+    """Each folder's ``case.json`` names the settings its ``response.json`` was made with: the same request
+    sent to a hook with other settings (the defaults, say) is answered differently."""
+    path = case_path(name)
+    expected = dump(case_meta(name, request_file, settings))
+    if update_golden:
+        path.write_text(expected)
+    assert path.read_text() == expected, f"{path} is stale: run pytest --update-golden and review the diff"
+
+
+def test_a_case_file_says_what_a_default_hook_would_not_answer() -> None:
+    """The settings in case.json matter: volcano-podgroup-not-declared's request gets another answer from a
+    hook at the defaults, and the recorded one from a hook with the file's settings."""
+    name = "volcano-podgroup-not-declared"
+    request = (response_path(name).parent / "request.json").read_bytes()
+    recorded = json.loads(response_path(name).read_text())
+    said = json.loads(case_path(name).read_text())["settings"]
+    assert said == {"MPI_OPERATOR_GANG_SCHEDULING": "volcano"}
+    fields = {variable.removeprefix("MPI_OPERATOR_").lower(): value for variable, value in said.items()}
+    assert run(request, Settings(**fields)) == recorded
+    assert run(request) != recorded
 
 
 @pytest.mark.parametrize(

@@ -1,7 +1,8 @@
 """The release path (docs/releasing.md), checked offline: the GitHub Actions workflows pass actionlint (with
 ShellCheck on their run scripts) and zizmor, both of which are shown to catch a planted problem; the release
 workflow's tag check runs for real; ``tools/gen_install.py --image`` pins the hook's image and changes nothing
-else; deploy/'s image is an unmistakable placeholder.
+else; deploy/'s image is an unmistakable placeholder; the release notes, the README's version table and every
+other page or manifest name one minimum Metacontroller (``tools/gen_install.METACONTROLLER_MINIMUM``).
 """
 
 from __future__ import annotations
@@ -29,6 +30,20 @@ VENV_BIN = Path(sys.executable).parent
 VERSION = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
 DIGEST = "sha256:" + "0123456789abcdef" * 4
 PINNED = f"ghcr.io/example-owner/mpi-operator-hook@{DIGEST}"
+# Where a Metacontroller version is named to users: the pages, the manifests' comments, the workflows.
+VERSION_NAMING = [
+    ROOT / "README.md",
+    *sorted((ROOT / "docs").glob("*.md")),
+    ROOT / "bench" / "README.md",
+    ROOT / "examples" / "requests" / "README.md",
+    *WORKFLOWS,
+    *sorted((ROOT / "deploy").rglob("*.yaml")),
+    *sorted((ROOT / "metacontroller").glob("*.yaml")),
+]
+# Metacontroller's versions are the only v4.x.y this project names (Kubernetes is v1, Trainer v2, the Go
+# operator v0). A minimum is ">= v4.x.y", "≥ v4.x.y", "at least v4.x.y" or "older than v4.x.y".
+METACONTROLLER_VERSION = re.compile(r"\bv4\.\d+(?:\.\d+)?\b\+?")
+MINIMUM_CLAIM = re.compile(r"(?:>=|≥|at least|older than)\s*(v4\.\d+(?:\.\d+)?\b\+?)")
 
 
 def tool(name: str) -> str:
@@ -198,3 +213,83 @@ def test_deploy_names_a_placeholder_image_that_no_registry_serves() -> None:
     assert placeholder.split("/", 1)[0].endswith(".invalid")
     installed = yaml.safe_load_all(gen_install.INSTALL_PATH.read_text())
     assert hook_container([doc for doc in installed if doc is not None])["image"] == placeholder
+
+
+# --- one minimum Metacontroller --------------------------------------------------------------------------
+
+
+def pinned_metacontroller() -> str:
+    """The Metacontroller release deploy/ installs: the ``?ref=`` of its component's remote resource."""
+    text = (ROOT / "deploy" / "components" / "metacontroller" / "kustomization.yaml").read_text()
+    (ref,) = re.findall(r"metacontroller/manifests/production\?ref=(v[\d.]+)", text)
+    return ref
+
+
+def metacontroller_version_problems(texts: dict[str, str], minimum: str, pinned: str) -> list[str]:
+    """Every Metacontroller version a page or manifest names: a minimum must be ``minimum``, any other the
+    release deploy/ pins (what the tests run)."""
+    problems = []
+    for where, text in texts.items():
+        minimums = [m.start(1) for m in MINIMUM_CLAIM.finditer(text)]
+        for match in METACONTROLLER_VERSION.finditer(text):
+            line = text.count("\n", 0, match.start()) + 1
+            if match.start() in minimums and match.group() != minimum:
+                problems.append(f"{where}:{line}: needs {match.group()}, the minimum is {minimum}")
+            elif match.start() not in minimums and match.group() not in (pinned, minimum):
+                problems.append(f"{where}:{line}: names {match.group()}, deploy/ pins {pinned}")
+    return problems
+
+
+def version_texts() -> dict[str, str]:
+    return {str(path.relative_to(ROOT)): path.read_text() for path in VERSION_NAMING}
+
+
+def readme_minimum_metacontroller() -> str:
+    """The minimum in the README's version table: its Metacontroller row's "needs ≥ vX"."""
+    readme = (ROOT / "README.md").read_text()
+    (row,) = [line for line in readme.splitlines() if line.startswith("| Metacontroller |")]
+    (minimum,) = re.findall(r"\| needs ≥ (v[\d.]+)", row)
+    return minimum
+
+
+def release_notes_minimum_metacontroller(workflow: str) -> str:
+    (minimum,) = re.findall(r"Install next to Metacontroller >= (v[\d.]+)", workflow)
+    return minimum
+
+
+def test_the_release_notes_and_the_readme_name_the_same_minimum_metacontroller() -> None:
+    assert release_notes_minimum_metacontroller(RELEASE.read_text()) == gen_install.METACONTROLLER_MINIMUM
+    assert readme_minimum_metacontroller() == gen_install.METACONTROLLER_MINIMUM
+    assert f"Metacontroller >= {gen_install.METACONTROLLER_MINIMUM} running" in gen_install.HEADER
+
+
+def test_every_metacontroller_version_named_is_the_minimum_or_the_pinned_release() -> None:
+    texts = version_texts()
+    assert any(MINIMUM_CLAIM.search(text) for text in texts.values())
+    assert (
+        metacontroller_version_problems(texts, gen_install.METACONTROLLER_MINIMUM, pinned_metacontroller())
+        == []
+    )
+
+
+def test_the_version_check_catches_another_minimum_and_another_release() -> None:
+    texts = version_texts()
+    workflow = str(RELEASE.relative_to(ROOT))
+    minimum, pinned = gen_install.METACONTROLLER_MINIMUM, pinned_metacontroller()
+    older = {
+        **texts,
+        workflow: texts[workflow].replace(f"Metacontroller >= {minimum}", "Metacontroller >= v4.15.0"),
+    }
+    assert release_notes_minimum_metacontroller(older[workflow]) != minimum
+    (problem,) = metacontroller_version_problems(older, minimum, pinned)
+    assert problem.startswith(f"{workflow}:") and problem.endswith(f"needs v4.15.0, the minimum is {minimum}")
+    newer = {**texts, "README.md": texts["README.md"].replace(f"{pinned}, which", "v4.18.0, which")}
+    assert metacontroller_version_problems(newer, minimum, pinned) == [
+        f"README.md:{readme_line(f'{pinned}, which')}: names v4.18.0, deploy/ pins {pinned}"
+    ]
+
+
+def readme_line(fragment: str) -> int:
+    lines = (ROOT / "README.md").read_text().splitlines()
+    (number,) = [i for i, line in enumerate(lines, start=1) if fragment in line]
+    return number

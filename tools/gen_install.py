@@ -40,6 +40,9 @@ SOURCE = "deploy/hook-only"
 INSTALL_PATH = ROOT / "deploy" / "install" / "mpi-operator-hook.yaml"
 # The hook's Deployment and container in deploy/base/deployment.yaml: what --image sets.
 DEPLOYMENT, CONTAINER = "mpi-operator-hook", "hook"
+# The oldest Metacontroller the hook works with: v4.16.0 brought the webhook `authorization` that sends the
+# hook its caller token. Every page and manifest that names a minimum names this one (tests/test_release.py).
+METACONTROLLER_MINIMUM = "v4.16.0"
 # A release pins the image by digest, so the file always runs the bytes that were pushed with it.
 PINNED_IMAGE = re.compile(r"[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}")
 
@@ -50,7 +53,7 @@ HEADER = f"""\
 # mpi-operator-hook in one file, without gang scheduling (for that, apply deploy/overlays/<scheduler>
 # with -k): the namespace mpi-operator, the MPIJob CRD, the CompositeController and the hook's Deployment,
 # Service, PodDisruptionBudget, NetworkPolicy and its ServiceAccount's one permission (create Events).
-# Needs Metacontroller >= v4.16.0 in the cluster, at its default --apply-strategy (dynamic-apply).
+# Needs Metacontroller >= {METACONTROLLER_MINIMUM} running, at its default --apply-strategy (dynamic-apply).
 #   kubectl apply --server-side -f mpi-operator-hook.yaml
 """
 PLACEHOLDER_NOTE = """\
