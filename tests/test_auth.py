@@ -260,6 +260,7 @@ NEAR_MISSES = [
 ]
 
 
+@pytest.mark.parametrize("path", ["/sync", "/customize"])
 @settings(max_examples=300, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
 @given(
     headers=st.lists(
@@ -273,8 +274,10 @@ NEAR_MISSES = [
         max_size=3,
     )
 )  # fmt: skip
-def test_any_other_authorization_is_401_never_500(app: Any, headers: list[tuple[bytes, bytes]]) -> None:
-    status, _, payload = asgi_post(app, "/sync", headers, b"{}")
+def test_any_other_authorization_is_401_never_500(
+    app: Any, path: str, headers: list[tuple[bytes, bytes]]
+) -> None:
+    status, _, payload = asgi_post(app, path, headers, b"{}")
     values = [value for _, value in headers]
     exact = len(values) == 1 and bearer_token(values) == TOKEN.encode()
     # 400 only when the token was right: "{}" is no request.

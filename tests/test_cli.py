@@ -38,12 +38,12 @@ spec:
 
 
 def mpijob(
-    *args: str, stdin: str | None = None, env: dict[str, str] | None = None
+    *args: str, stdin: str | None = None, env: dict[str, str] | None = None, cwd: Path = ROOT
 ) -> subprocess.CompletedProcess[str]:
     clean = {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_") and k != "NO_COLOR"}
     done = subprocess.run(
         [str(MPIJOB), *args],
-        cwd=ROOT,
+        cwd=cwd,
         env={**clean, **(env or {})},
         input=stdin,
         capture_output=True,

@@ -189,6 +189,12 @@ def test_converted_output_renders(tmp_path: Path) -> None:
     assert [c["kind"] for c in objects(rendered)][-1] == "Job"
 
 
-def test_runtime_without_trainjob_is_a_usage_error() -> None:
-    done = mpijob("convert", "--runtime", "x", str(FIXTURES / "v1-tensorflow-benchmarks.yaml"))
-    assert done.returncode == 2 and "--runtime and --gang-scheduling go with --to trainjob" in done.stderr
+@pytest.mark.parametrize(
+    "flag", ["--runtime", "--gang-scheduling", "-n", "--namespace", "--kubeconfig", "--context"]
+)
+def test_trainjob_flags_without_trainjob_are_a_usage_error(flag: str) -> None:
+    done = mpijob("convert", flag, "x", str(FIXTURES / "v1-tensorflow-benchmarks.yaml"))
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == (
+        "mpijob: --runtime, --gang-scheduling, -n, --kubeconfig and --context go with --to trainjob\n"
+    )

@@ -401,7 +401,7 @@ def test_the_cli_converts_onto_a_runtime_file(tmp_path: Any) -> None:
 
 @pytest.mark.parametrize(
     ("content", "message"),
-    [("kind: Pod\n", "holds 0 TrainingRuntimes, not one"), ("a: [", "--runtime"), (None, "No such file")],
+    [("kind: Pod\n", "holds 0 TrainingRuntimes, not one"), ("a: [", "--runtime"), (None, "no such file")],
 )
 def test_a_runtime_file_that_is_not_one_runtime_is_unusable(
     tmp_path: Any, content: str | None, message: str

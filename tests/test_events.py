@@ -525,6 +525,17 @@ def test_the_total_budget_bounds_many_namespaces() -> None:
     assert sum(budget.admit(f"other-{i}") for i in range(100)) == 10
 
 
+def test_an_event_the_total_budget_refuses_costs_its_namespace_nothing() -> None:
+    clock = [0.0]
+    budget = EventBudget(Budget(2, 0.0), Budget(1, 1.0), clock=lambda: clock[0])
+    assert budget.admit("team-a")
+    assert [budget.admit("team-a") for _ in range(5)] == [False] * 5  # the total is empty
+    clock[0] += 1.0  # the total refills one; team-a never does
+    assert budget.admit("team-a"), "team-a still has the token the refused Events did not use"
+    clock[0] += 1.0
+    assert not budget.admit("team-a")
+
+
 def test_forged_syncs_post_no_event_and_a_flood_of_real_ones_is_cut_at_the_budget(
     token_file: Path, tmp_path: Path
 ) -> None:

@@ -13,7 +13,7 @@ import os
 import sys
 import uuid
 from datetime import UTC, datetime
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import orjson
 import yaml
@@ -22,6 +22,9 @@ from app.api.lint import RULES, SEVERITIES, Finding, Severity, lint_manifest
 from app.api.types import API_VERSION, KIND
 from app.cli.exits import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
 from app.cli.yamlio import Document, InputError, dump_all, load_documents, read_text, source_name
+
+if TYPE_CHECKING:
+    from app.cli.runtimes import Runtimes
 
 REDACTED = "<redacted>"
 
@@ -255,38 +258,46 @@ def _print_text(results: list[tuple[Document, Finding]], jobs: int) -> None:
 
 
 def convert(args: argparse.Namespace) -> int:
-    from app.convert.mpijob import ConvertError, to_v2beta1
-    from app.convert.trainjob import Target, to_trainjob
+    from app.cli.runtimes import Runtimes
 
-    if (args.runtime is not None or args.gang_scheduling) and args.to != "trainjob":
-        _error("--runtime and --gang-scheduling go with --to trainjob")
+    trainjob_only = (args.runtime, args.gang_scheduling, args.namespace, args.kubeconfig, args.context)
+    if any(trainjob_only) and args.to != "trainjob":
+        _error("--runtime, --gang-scheduling, -n, --kubeconfig and --context go with --to trainjob")
         return EXIT_UNUSABLE
+    runtimes = Runtimes()
     try:
-        target = Target(_runtime(args.runtime), args.gang_scheduling) if args.to == "trainjob" else None
+        runtimes = Runtimes.from_args(args)
         jobs = _mpijobs(_documents(args.file), source_name(args.file), "converted")
+        out = _converted(jobs, runtimes, args)
     except InputError as err:
         _error(str(err))
         return EXIT_UNUSABLE
-    out = []
-    for doc in jobs:
-        try:
-            result = to_trainjob(doc.data, target) if target is not None else to_v2beta1(doc.data)
-        except ConvertError as err:
-            _error(f"{doc.source}: document {doc.index + 1}: {err}")
-            return EXIT_UNUSABLE
-        for note in result.notes:
-            print(f"mpijob convert: {_name(doc.data)}: {note}", file=sys.stderr)
-        out += [*result.prerequisites, result.obj]
+    finally:
+        runtimes.close()
+    if out is None:
+        return EXIT_UNUSABLE
     sys.stdout.write(dump_all(out))
     return EXIT_OK
 
 
-def _runtime(path: str | None) -> dict[str, Any] | None:
-    """The one (Cluster)TrainingRuntime in ``path``, if given."""
-    if path is None:
-        return None
-    found = [d.data for d in _documents(path) if isinstance(d.data, dict) and d.data.get("kind")]
-    runtimes = [d for d in found if str(d.get("kind")).endswith("TrainingRuntime")]
-    if len(runtimes) != 1:
-        raise InputError(f"--runtime {source_name(path)}: holds {len(runtimes)} TrainingRuntimes, not one")
-    return runtimes[0]
+def _converted(
+    jobs: list[Document], runtimes: Runtimes, args: argparse.Namespace
+) -> list[dict[str, Any]] | None:
+    """Every job converted, its notes on stderr; ``None`` when one cannot be (why on stderr)."""
+    from app.convert.mpijob import ConvertError, to_v2beta1
+    from app.convert.trainjob import Target, to_trainjob
+
+    out = []
+    for doc in jobs:
+        try:
+            if args.to == "trainjob":
+                result = to_trainjob(doc.data, Target(runtimes.for_job(doc.data), args.gang_scheduling))
+            else:
+                result = to_v2beta1(doc.data)
+        except ConvertError as err:
+            _error(f"{doc.source}: document {doc.index + 1}: {err}")
+            return None
+        for note in result.notes:
+            print(f"mpijob convert: {_name(doc.data)}: {note}", file=sys.stderr)
+        out += [*result.prerequisites, result.obj]
+    return out

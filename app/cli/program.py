@@ -182,11 +182,13 @@ def _add_convert(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     )
     convert.add_argument(
         "--runtime",
-        metavar="FILE",
+        metavar="FILE|NAME",
         default=None,
-        help="with --to trainjob: run the jobs on this existing (Cluster)TrainingRuntime (its manifest, e.g."
-        " from kubectl get clustertrainingruntime NAME -o yaml), what differs as runtimePatches; default: a"
-        " TrainingRuntime derived from each job",
+        help="with --to trainjob: run the jobs on this existing (Cluster)TrainingRuntime, what differs as"
+        " runtimePatches: its manifest FILE (e.g. from kubectl get clustertrainingruntime NAME -o yaml) or,"
+        " when no such file exists, its NAME, trainingruntime/NAME or clustertrainingruntime/NAME, read from"
+        " the cluster (a plain NAME: the job's namespace's TrainingRuntime, else the ClusterTrainingRuntime);"
+        " default: a TrainingRuntime derived from each job",
     )
     convert.add_argument(
         "--gang-scheduling",
@@ -194,6 +196,11 @@ def _add_convert(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
         default="",
         help="with --to trainjob: the hook's MPI_OPERATOR_GANG_SCHEDULING the jobs ran under (volcano, or the"
         " coscheduler's scheduler name), carried as the runtime's podGroupPolicy (default: none)",
+    )
+    doctor.add_cluster_arguments(
+        convert,
+        "with --runtime NAME: the namespace to read a TrainingRuntime from for jobs that name none (default:"
+        " the context's, else default)",
     )
 
 

@@ -23,13 +23,11 @@ class TokenBucket:
     tokens: float
     stamp: float
 
-    def take(self, now: float) -> bool:
+    def has_token(self, now: float) -> bool:
+        """Refill up to ``now`` and say whether a token is there, taking none."""
         self.tokens = min(self.burst, self.tokens + (now - self.stamp) * self.per_second)
         self.stamp = now
-        if self.tokens < 1:
-            return False
-        self.tokens -= 1
-        return True
+        return self.tokens >= 1
 
 
 @dataclass(frozen=True)
@@ -67,5 +65,10 @@ class EventBudget:
                 self._buckets.popitem(last=False)
         else:
             self._buckets.move_to_end(namespace)
-        # The namespace's token first: a namespace over its budget must not use up everyone's.
-        return bucket.take(now) and self._total.take(now)
+        # Both checked before either is spent: a namespace over its budget must not use up everyone's, and
+        # an Event the total refuses must not cost its namespace a token.
+        if not (bucket.has_token(now) and self._total.has_token(now)):
+            return False
+        bucket.tokens -= 1
+        self._total.tokens -= 1
+        return True

@@ -1,17 +1,19 @@
 """Kubeflow Trainer v2.3.0's CRDs on the real apiserver accept what ``mpijob convert --to trainjob`` writes.
 
 Every MPIJob of examples/ and every variant of tests/trainer_variants.py is converted by the real ``mpijob``
-and sent with ``kubectl apply --dry-run=server --validate=strict``: the apiserver decodes each object
-against the CRD's schema (unknown fields are errors), runs its CEL rules and defaulting, and answers with
-what it would store, which must keep every field that was sent. Intel MPI and MPICH exit 2 and write
-nothing. The TrainingRuntime CRD holds the whole JobSet template schema, so JobSet's own CRD is not needed
-(and not installed: the test checks). Trainer's webhooks do not run; tests/test_convert_trainjob.py covers
-their rules (replicas 1 and a ``node`` container on the trainer step, no reserved env) and the meaning.
+and sent with ``kubectl apply --dry-run=server --validate=strict``: the apiserver decodes each object against
+the CRD's schema (unknown fields are errors), runs its CEL rules and defaulting, and answers with what it
+would store, which must keep every field that was sent. docs/migration.md's gang example, run as written,
+keeps its podGroupPolicy and scheduler. Intel MPI and MPICH exit 2 and write nothing. The TrainingRuntime CRD
+holds the whole JobSet template schema, so JobSet's own CRD is not needed (and not installed: the test
+checks). Trainer's webhooks do not run; tests/test_convert_trainjob.py covers their rules (replicas 1 and a
+``node`` container on the trainer step, no reserved env) and the meaning.
 """
 
 from __future__ import annotations
 
 import json
+import shlex
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -23,9 +25,15 @@ from tests.e2e.conftest import E2E
 from tests.e2e.kube import Kube, wait_for
 from tests.test_cli import mpijob
 from tests.trainer_crds import CRD_FILES, require_trainer_dir
-from tests.trainer_variants import EXAMPLES, REFUSED_EXAMPLES, VARIANTS
+from tests.trainer_variants import EXAMPLES, REFUSED_EXAMPLES, ROOT, VARIANTS
 
 JOBSET_CRD = "jobsets.jobset.x-k8s.io"
+# docs/migration.md's gang example, word for word: the example file itself, under the scheduler name
+# deploy/overlays/scheduler-plugins sets as MPI_OPERATOR_GANG_SCHEDULING (docs/operations.md).
+DOCUMENTED_GANG = (
+    "mpijob convert --to trainjob --gang-scheduling scheduler-plugins-scheduler"
+    " examples/gang/pi-scheduler-plugins.yaml"
+)
 
 
 @pytest.fixture
@@ -98,6 +106,22 @@ def test_trainers_crds_accept_every_conversion(e2e: E2E, ns: str, trainer_crds: 
         converted[variant.name] = _accepted(kube, ns, done.stdout)
     assert len(converted) == len(EXAMPLES) - len(REFUSED_EXAMPLES) + len(VARIANTS)
     assert all(kinds[-1] == "TrainJob" for kinds in converted.values()), converted
+
+
+def test_the_docs_gang_example_keeps_its_pod_group_policy(e2e: E2E, ns: str, trainer_crds: Path) -> None:
+    assert DOCUMENTED_GANG in (ROOT / "docs" / "migration.md").read_text()
+    done = mpijob(*shlex.split(DOCUMENTED_GANG)[1:])
+    assert done.returncode == 0, done.stderr
+    runtime, trainjob = [d for d in yaml.safe_load_all(done.stdout) if d]
+    stored_runtime, stored_trainjob = dry_run(e2e.kube, ns, done.stdout)
+    assert missing(runtime, stored_runtime) == [] and missing(trainjob, stored_trainjob) == []
+    assert stored_trainjob["spec"]["runtimeRef"]["name"] == stored_runtime["metadata"]["name"]
+    # The example's scheduleTimeoutSeconds, as Trainer's coscheduling plugin takes it, and every Pod of both
+    # replicated jobs for the coscheduler.
+    assert stored_runtime["spec"]["podGroupPolicy"] == {"coscheduling": {"scheduleTimeoutSeconds": 300}}
+    jobs = stored_runtime["spec"]["template"]["spec"]["replicatedJobs"]
+    schedulers = {j["name"]: j["template"]["spec"]["template"]["spec"]["schedulerName"] for j in jobs}
+    assert schedulers == {"launcher": "scheduler-plugins-scheduler", "node": "scheduler-plugins-scheduler"}
 
 
 def test_the_dry_run_refuses_what_trainer_does_not_have(e2e: E2E, ns: str, trainer_crds: Path) -> None:

@@ -26,13 +26,14 @@ class Read:
 
     verb: str  # get | list
     resource: str  # pods, pods/log, mpijobs.kubeflow.org, ...
-    namespace: str
+    namespace: str  # empty for a cluster-scoped resource
     path: str
     params: Mapping[str, str | int] | None = None
 
     @property
     def permission(self) -> str:
-        return f"{self.verb} {self.resource} in namespace {self.namespace}"
+        where = f"in namespace {self.namespace}" if self.namespace else "(cluster-scoped)"
+        return f"{self.verb} {self.resource} {where}"
 
 
 class CannotRead(Exception):

@@ -35,13 +35,18 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         " permission is named) or unusable arguments.",
     )
     doctor.add_argument("name", metavar="NAME", nargs="?", help="the MPIJob's name")
-    doctor.add_argument("-n", "--namespace", help="its namespace (default: the context's, else default)")
-    doctor.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
-    doctor.add_argument("--context", help="kubeconfig context (default: its current-context)")
+    add_cluster_arguments(doctor, "its namespace (default: the context's, else default)")
     doctor.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
     doctor.add_argument("--save", metavar="FILE", help="also write what was read to FILE, as JSON")
     doctor.add_argument("--load", metavar="FILE", help="judge what --save wrote instead of reading a cluster")
     doctor.add_argument("--list-checks", action="store_true", help="print the checks, in order, and exit")
+
+
+def add_cluster_arguments(parser: argparse.ArgumentParser, namespace_help: str) -> None:
+    """-n, --kubeconfig and --context, as kubectl has them: for every command that reads the cluster."""
+    parser.add_argument("-n", "--namespace", help=namespace_help)
+    parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
+    parser.add_argument("--context", help="kubeconfig context (default: its current-context)")
 
 
 def run(args: argparse.Namespace) -> int:
