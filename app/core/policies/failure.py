@@ -28,9 +28,9 @@ class Cause(StrEnum):
     """Why a Pod failed, in a few words a dashboard can group by (the Restarting reason and metric)."""
 
     OOM_KILLED = "OOMKilled"
-    EVICTED = "Evicted"
+    EVICTED = POD_EVICTED
     DISRUPTED = "Disrupted"
-    DEADLINE_EXCEEDED = "DeadlineExceeded"
+    DEADLINE_EXCEEDED = REASON_DEADLINE_EXCEEDED
     ERROR = "Error"
 
 
