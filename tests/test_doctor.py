@@ -220,6 +220,95 @@ def test_a_check_names_its_problem_and_nothing_else(
         assert diagnosis.problem.summary and diagnosis.problem.fix and diagnosis.problem.evidence
 
 
+def _unscheduled(snap: Snapshot, message: str, asks: dict[str, str], reason: str = "Unschedulable") -> None:
+    """Worker 0 as the scheduler leaves it (Pending, PodScheduled=False), its template asking for ``asks``."""
+    for spec in (_spec(snap, "Worker"), _worker(snap)["spec"]):
+        resources = spec["containers"][0]["resources"]
+        resources["requests"] = {**resources.get("requests", {}), **asks}
+        resources["limits"] = {**resources.get("limits", {}), **asks}
+    scheduled = {"type": "PodScheduled", "status": "False", "reason": reason, "message": message}
+    scheduled["lastTransitionTime"] = snap.now
+    _worker(snap)["status"] = {"phase": "Pending", "conditions": [scheduled]}
+
+
+PREEMPTION = "preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling."
+NO_VICTIMS = "preemption: 0/1 nodes are available: 1 No preemption victims found for incoming pod."
+TOO_SMALL = "lower the requests in its pod template, or add nodes that have that much free"
+# kube-scheduler's messages for each way a Pod does not fit, and the fix the doctor gives for each.
+UNSCHEDULABLE: dict[str, tuple[str, dict[str, str], str]] = {
+    "Insufficient memory": (
+        f"0/1 nodes are available: 1 Insufficient memory. {NO_VICTIMS}",
+        {"memory": "512Gi"},
+        f"no node has enough memory for one worker (each asks memory: 512Gi): {TOO_SMALL}",
+    ),
+    "Insufficient nvidia.com/gpu": (
+        f"0/1 nodes are available: 1 Insufficient nvidia.com/gpu. {NO_VICTIMS}",
+        {"nvidia.com/gpu": "1"},
+        f"no node has enough nvidia.com/gpu for one worker (each asks nvidia.com/gpu: 1): {TOO_SMALL}",
+    ),
+    "Insufficient cpu and memory": (
+        "0/3 nodes are available: 1 Insufficient cpu, 3 Insufficient memory. preemption: 0/3 nodes are"
+        " available: 3 No preemption victims found for incoming pod.",
+        {"cpu": "96", "memory": "512Gi"},
+        f"no node has enough cpu, memory for one worker (each asks cpu: 96; memory: 512Gi): {TOO_SMALL}",
+    ),
+    # The control plane's taint is on every cluster: the resource is what to fix.
+    "Insufficient memory beside a tainted control plane": (
+        "0/3 nodes are available: 1 node(s) had untolerated taint {node-role.kubernetes.io/control-plane: },"
+        f" 2 Insufficient memory. {NO_VICTIMS}",
+        {"memory": "512Gi"},
+        f"no node has enough memory for one worker (each asks memory: 512Gi): {TOO_SMALL}",
+    ),
+    "a node selector no node matches": (
+        f"0/1 nodes are available: 1 node(s) didn't match Pod's node affinity/selector. {PREEMPTION}",
+        {},
+        "no node matches the pod template's nodeSelector or affinity: kubectl get nodes --show-labels",
+    ),
+    "an untolerated taint": (
+        f"0/1 nodes are available: 1 node(s) had untolerated taint {{dedicated: gpu}}. {PREEMPTION}",
+        {},
+        "the nodes have taints the Pod does not tolerate: add tolerations to the pod template",
+    ),
+    "an unbound claim": (
+        f"0/1 nodes are available: pod has unbound immediate PersistentVolumeClaims. {PREEMPTION}",
+        {},
+        "a volume's PersistentVolumeClaim is unbound or missing: kubectl get pvc",
+    ),
+    "anything else": (
+        "0/1 nodes are available: 1 node(s) didn't have free ports for the requested pod ports."
+        f" {PREEMPTION}",
+        {},
+        "kubectl describe pod shows the scheduler's reasons for each node",
+    ),
+}
+
+
+@pytest.mark.parametrize(("message", "asks", "fix"), UNSCHEDULABLE.values(), ids=UNSCHEDULABLE.keys())
+def test_each_way_a_pod_does_not_fit_gets_its_own_fix(message: str, asks: dict[str, str], fix: str) -> None:
+    snap = _running()
+    _unscheduled(snap, message, asks)
+    problem = diagnose(snap).problem
+    assert problem is not None and problem.check == "unschedulable", problem
+    assert problem.summary.startswith("worker pi-worker-0 cannot be scheduled: 0/")
+    assert (
+        problem.evidence[0]
+        == f"Pod pi-worker-0: PodScheduled=False (Unschedulable) since {snap.now}: {message}"
+    )
+    assert problem.fix == fix
+
+
+def test_a_gated_pod_waits_for_whoever_gated_it() -> None:
+    snap = _running()
+    _worker(snap)["spec"]["schedulingGates"] = [{"name": "kueue.x-k8s.io/admission"}]
+    _unscheduled(snap, "Scheduling is blocked due to non-empty scheduling gates", {}, "SchedulingGated")
+    problem = diagnose(snap).problem
+    assert problem is not None and problem.check == "unschedulable", problem
+    assert problem.fix == (
+        "the Pod waits for its scheduling gates (kueue.x-k8s.io/admission) to be removed by whoever set them"
+        " (e.g. Kueue)"
+    )
+
+
 def test_a_wait_still_retrying_counts_only_after_its_grace() -> None:
     snap = _running()
     launcher = _launcher_pod(snap)

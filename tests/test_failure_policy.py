@@ -421,6 +421,10 @@ def test_each_restart_is_its_own_event() -> None:
         run_attempt(mc)
     restarts = [key for reason, key in keys if reason == "WorkerError"]
     assert len(restarts) == 2 and len(set(restarts)) == 2, keys
+    # MPIJobRunning once per attempt: the first run and each of the two restarts (Running stays True
+    # throughout, so only the attempt in the Event's key tells the three apart).
+    running = [event for event in mc.posted_events() if event[1] == "MPIJobRunning"]
+    assert len(running) == 3, mc.posted_events()
 
 
 def test_restarts_are_counted_by_reason_in_the_metrics() -> None:

@@ -14,9 +14,11 @@ from typing import Any
 
 import pytest
 from fastapi.testclient import TestClient
+from hypothesis import given
+from hypothesis import strategies as st
 
 from app.core.observed import classify
-from app.kube.depth import prune
+from app.kube.depth import MAX_DEPTH, deeper_than, prune
 from app.kube.keys import SeededKeys
 from app.kube.quantity import canonical_quantity
 from app.kube.request import decode_request
@@ -184,6 +186,61 @@ def test_template_metadata_nested_beyond_the_parser_is_an_invalid_condition(
     )
     assert "must not nest deeper than 64 levels" in invalid[0]["message"]
     assert len(response.content) < len(body)
+
+
+def _depth(value: Any) -> int:
+    """How deep containers nest in ``value``, the outermost at 1 (the reference ``deeper_than`` must agree
+    with)."""
+    if isinstance(value, dict):
+        return 1 + max(map(_depth, value.values()), default=0)
+    if isinstance(value, list):
+        return 1 + max(map(_depth, value), default=0)
+    return 0
+
+
+@pytest.mark.parametrize("base", [RUNNING, FINISHED], ids=["running", "finished"])
+@pytest.mark.parametrize(("levels", "refused"), [(MAX_DEPTH, False), (MAX_DEPTH + 1, True)])
+def test_the_parent_nests_at_most_max_depth_levels(
+    client: TestClient, base: dict[str, Any], levels: int, refused: bool
+) -> None:
+    """The one limit is the message's: the parent (its outermost object at 1) may nest MAX_DEPTH levels,
+    and one more is an Invalid condition; far inside what the parsers would take (pydantic's ~200)."""
+    request = copy.deepcopy(base)
+    # The parent, spec, mpiReplicaSpecs, Worker, template and metadata hold x: its lists nest the rest.
+    below = levels - 6
+    _worker(request)["template"].setdefault("metadata", {})["x"] = json.loads("[" * below + "]" * below)
+    assert _depth(request["parent"]) == levels
+    response = client.post("/sync", content=json.dumps(request))
+    assert response.status_code == 200, response.text
+    invalid = [c for c in response.json()["status"]["conditions"] if c["type"] == "Invalid"]
+    if not refused:
+        assert invalid == []
+        unchanged = client.post("/sync", content=json.dumps(base)).json()["children"]
+        names = [(c["kind"], c["metadata"]["name"]) for c in response.json()["children"]]
+        assert names == [(c["kind"], c["metadata"]["name"]) for c in unchanged]
+        return
+    path = f"{TEMPLATE.replace('[Worker]', '.Worker')}.metadata.x" + "[]" * (below - 1)
+    path = path[:128]  # FieldError paths are cut at 128
+    assert invalid[0]["message"] == (
+        f"Found validation errors: {path}: Forbidden: must not nest deeper than {MAX_DEPTH} levels"
+    )
+
+
+JSON = st.recursive(
+    st.none() | st.integers() | st.text(alphabet='[]{}"\\ax\u00e9', max_size=6),
+    lambda inner: (
+        st.lists(inner, max_size=3) | st.dictionaries(st.text('[]{}"\\b', max_size=4), inner, max_size=3)
+    ),
+    max_leaves=40,
+)
+
+
+@given(value=JSON, limit=st.integers(1, 12), indent=st.sampled_from([None, 1]))
+def test_deeper_than_is_exact_whatever_the_strings_hold(value: Any, limit: int, indent: int | None) -> None:
+    """Brackets, quotes and backslashes inside strings and keys are text, not structure."""
+    raw = json.dumps(value, indent=indent, ensure_ascii=False).encode()
+    assert deeper_than(raw, limit) == (_depth(value) > limit)
+    assert deeper_than(raw, limit) == (prune(raw, limit)[1] is not None)
 
 
 @pytest.mark.parametrize(

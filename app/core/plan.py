@@ -72,33 +72,38 @@ class Plan:
 
 def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
     """``job.status`` is the stored status without the lint Warning."""
-    done = finishing.has_finished(job.status)
+    finished_before = finishing.has_finished(job.status)
     paused = suspension.decide(job)
-    restarts = failure.decide(job, observed, finished=done, held=paused.suspended)
+    restarts = failure.decide(job, observed, finished_before=finished_before, held=paused.suspended)
     current, launcher = restarts.current, restarts.current.launcher_state
     launcher_done = launcher is not None and launcher.done
-    listed = worker_pods.listed(job, suspended=paused.suspended, launcher_done=launcher_done, finished=done)
+    listed = worker_pods.listed(
+        job, suspended=paused.suspended, launcher_done=launcher_done, finished_before=finished_before
+    )
     counts = count_workers(current, listed)
-    finish = finishing.decide(job, launcher, finished=done, evicted=counts.evicted, fails=restarts.fails)
+    finish = finishing.decide(
+        job, launcher, finished_before=finished_before, evicted=counts.evicted, fails=restarts.fails
+    )
     # Nothing is created while the job finishes or restarts, or while an old attempt is being deleted.
     changing = finish.finishing or restarts.restarting
     hold = changing or (restarts.in_flight and not paused.suspended)
-    workers = worker_pods.decide(job, current, counts, hold=hold, cleaning=finish.cleaning, finished=done)
+    workers = worker_pods.decide(
+        job, current, counts, hold=hold, cleaning=finish.cleaning, finished_before=finished_before
+    )
     blocked = changing or restarts.in_flight
     kept = launcher_creation.decide(
-        job, current, listed, finished=done, suspended=paused.suspended, blocked=blocked
+        job, current, listed, finished_before=finished_before, suspended=paused.suspended, blocked=blocked
     )
     cleaned = finish.cleaning is not None
     gang = gang_scheduling.decide(
         inputs.gang,
         current,
-        finished=done,
+        finished_before=finished_before,
         suspended=paused.suspended,
         launcher_done=launcher_done,
         cleaned=cleaned,
     )
-    progress = stage.Progress(done, paused, restarts, finish.finishing, launcher, workers)
-    advice = notices(done, gang.undeclared, inputs.warning)
-    return Plan(
-        done, paused, restarts, finish, workers, kept, gang, stage.decide(job, progress, inputs.now), advice
-    )
+    progress = stage.Progress(finished_before, paused, restarts, finish.finishing, launcher, workers)
+    advice = notices(finished_before, gang.undeclared, inputs.warning)
+    job_stage = stage.decide(job, progress, inputs.now)
+    return Plan(finished_before, paused, restarts, finish, workers, kept, gang, job_stage, advice)

@@ -23,7 +23,8 @@ REASON_PODGROUP_NOT_DECLARED = "PodGroupChildNotDeclared"
 REASON_FAIL_JOB_RULE = "FailJobRule"
 REASON_MAX_RESTARTS = "MaxRestartsReached"
 
-# Kubernetes': the launcher Job's Failed reasons (the Job controller), and a Pod's (the kubelet).
+# Kubernetes': the launcher Job's Failed reasons (the Job controller; DeadlineExceeded is also the kubelet's
+# reason for a Pod past its activeDeadlineSeconds), and an evicted Pod's (the kubelet).
 REASON_BACKOFF_LIMIT_EXCEEDED = "BackoffLimitExceeded"
 REASON_DEADLINE_EXCEEDED = "DeadlineExceeded"
 POD_EVICTED = "Evicted"

@@ -42,7 +42,7 @@ class Progress:
     """What the policies decided in this sync, as the conditions announce it."""
 
     # The job finished before this sync: its stage stays as stored.
-    finished: bool
+    finished_before: bool
     suspension: Suspension
     restarts: Restarts
     finishing: bool
@@ -58,7 +58,7 @@ class Stage:
 
 
 def decide(job: Job, progress: Progress, now: datetime) -> Stage:
-    if progress.finished:  # the stage stays as stored; an Invalid condition goes
+    if progress.finished_before:  # the stage stays as stored; an Invalid condition goes
         status = job.status
         return Stage((RemoveCondition(ConditionType.INVALID),), status.start_time, status.completion_time)
     return _Conditions(job, progress, timestamp(now)).decide()

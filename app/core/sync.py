@@ -55,10 +55,10 @@ class SyncResult:
     name: str
     # The parent's uid: Events are posted about it.
     uid: str = ""
-    # The launcher Job's name when this response keeps one, and whether the status says the job finished
-    # (for ``mpi_operator_job_info``).
+    # The launcher Job's name when this response keeps one, and whether the status this response writes says
+    # the job finished, before or by this sync (for ``mpi_operator_job_info``).
     launcher: str | None = None
-    finished: bool = False
+    writes_finished: bool = False
     events: tuple[Event, ...] = ()
     # Ask Metacontroller for another sync after this many seconds (0: only when something changes).
     resync_after_seconds: float = 0
@@ -165,7 +165,7 @@ def _reconcile(
         job.name,
         uid=job.metadata.uid,
         launcher=names.launcher_name(job.name) if plan.launcher.keep else None,
-        finished=plan.writes_finished,
+        writes_finished=plan.writes_finished,
         events=events,
         resync_after_seconds=RESYNC_AFTER_FINISHING_SECONDS if plan.follow_up_sync else 0,
         timings=timings,
@@ -190,6 +190,6 @@ def _kept(
         meta.name,
         uid=meta.uid,
         launcher=names.launcher_name(meta.name) if exists else None,
-        finished=has_finished(stored),
+        writes_finished=has_finished(stored),
         events=events,
     )

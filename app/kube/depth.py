@@ -1,10 +1,14 @@
-"""Cut JSON nested too deep, so an MPIJob the parsers refuse can still be named and reported.
+"""Find and cut JSON nested too deep, so an MPIJob nested deeper than ``MAX_DEPTH`` can still be named
+and reported.
 
 The CRD keeps unknown fields under a pod template's ``metadata``, so the apiserver stores nesting far
-deeper than the hook's JSON parsers accept (pydantic's ~200 levels, msgspec's ~1,000). ``prune`` replaces
-every value opened deeper than ``MAX_DEPTH`` by ``null`` and says where the first one was, so the caller
-can parse the rest and answer with an ``Invalid`` condition instead of a 400 that Metacontroller would
-retry forever. One regular expression walks strings and brackets at C speed; no recursion.
+deeper than the hook's JSON parsers accept (pydantic's ~200 levels, msgspec's ~1,000). ``deeper_than``
+says whether a parent nests deeper than ``MAX_DEPTH`` before it is parsed (bytes methods only, at C speed);
+``prune`` replaces every value opened deeper than ``MAX_DEPTH`` by ``null`` and says where the first one
+was, so the caller can parse the rest and answer with an ``Invalid`` condition instead of a 400 that
+Metacontroller would retry forever. One regular expression walks strings and brackets; no recursion. The
+rest of a request is read only where the hook needs it (msgspec skips what it does not read), so it is cut
+only past msgspec's own limit (``app.kube.request``).
 """
 
 from __future__ import annotations
@@ -17,6 +21,33 @@ import orjson
 MAX_DEPTH = 64
 
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"\s*:?|[\[\]{}]', re.DOTALL)
+# Brackets as ``(`` and ``)`` (valid JSON nests them properly, so their kind does not matter), quotes kept.
+_AS_PARENTHESES = bytes.maketrans(b"[]{}", b"()()")
+_NOT_STRUCTURE = bytes(byte for byte in range(256) if byte not in b'[]{}"')
+
+
+def deeper_than(raw: bytes, limit: int = MAX_DEPTH) -> bool:
+    """Whether a container of the JSON ``raw`` opens deeper than ``limit`` (the outermost is at 1).
+
+    Exact for valid JSON, at C speed: its brackets outside strings are a sequence of pairs; each pass drops
+    the innermost ones (``bytes.replace`` does not rescan what it joined), so nesting ``d`` deep is gone
+    after ``d`` passes, and ``n`` pairs can nest at most ``n`` deep."""
+    pairs = _brackets(raw)
+    for passes_left in range(limit, 0, -1):
+        if len(pairs) <= 2 * passes_left:
+            return False
+        pairs = pairs.replace(b"()", b"")
+    return bool(pairs)
+
+
+def _brackets(raw: bytes) -> bytes:
+    """The brackets of ``raw`` outside its strings, as ``(`` and ``)``."""
+    # A backslash in a string starts a two-byte escape: once ``\\`` and then ``\"`` are gone, every quote
+    # opens or closes a string.
+    unescaped = raw.replace(b"\\\\", b"").replace(b'\\"', b"") if b"\\" in raw else raw
+    # Two adjacent quotes have no bracket between them: dropping them keeps every other quote paired.
+    quoted = unescaped.translate(_AS_PARENTHESES, _NOT_STRUCTURE).replace(b'""', b"")
+    return b"".join(quoted.split(b'"')[::2])
 
 
 def prune(raw: bytes, limit: int = MAX_DEPTH) -> tuple[bytes, str | None]:

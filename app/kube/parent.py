@@ -4,7 +4,7 @@ pydantic parses the parent's bytes once; the same parse keeps the document as wr
 for fields the model drops and a job left alone gets back as its status. A parent that does not parse is
 an invalid job, not a bad request: its errors in upstream's path notation (``Unreadable``), with just
 enough of it read to answer (its metadata and stored status). Nesting deeper than ``depth.MAX_DEPTH``
-(which the CRD keeps under a template's metadata) is reported where it starts.
+(which the CRD keeps under a template's metadata) is found before the parse and reported where it starts.
 """
 
 from __future__ import annotations
@@ -53,6 +53,8 @@ _reader: TypeAdapter[Any] = TypeAdapter(Annotated[MPIJob, WrapValidator(_with_do
 
 def read_parent(raw: bytes) -> Parent | Unreadable:
     """Raises ``RequestError`` only when not even the parent's metadata and status can be read."""
+    if depth.deeper_than(raw):
+        return _too_deep(raw)
     try:
         job, document = _reader.validate_json(raw)
     except ValidationError as err:
@@ -60,12 +62,15 @@ def read_parent(raw: bytes) -> Parent | Unreadable:
     return Parent(job, document)
 
 
+def _too_deep(raw: bytes) -> Unreadable:
+    """Nested deeper than ``depth.MAX_DEPTH``: where it starts, read from the rest."""
+    pruned, where = depth.prune(raw)
+    detail = f"must not nest deeper than {depth.MAX_DEPTH} levels"
+    head = _head(pruned)
+    return Unreadable(head.metadata, head.status, (FieldError((where or "")[:128], "Forbidden", detail),))
+
+
 def _unreadable(raw: bytes, err: ValidationError) -> Unreadable:
-    if any(e["type"] == "json_invalid" and "recursion limit" in e["msg"] for e in err.errors()):
-        pruned, where = depth.prune(raw)
-        detail = f"must not nest deeper than {depth.MAX_DEPTH} levels"
-        head = _head(pruned)
-        return Unreadable(head.metadata, head.status, (FieldError((where or "")[:128], "Forbidden", detail),))
     head = _head(raw)
     errors = tuple(
         FieldError(_field_path(e["loc"]), "Invalid", e["msg"], _short(e.get("input"))) for e in err.errors()

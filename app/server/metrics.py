@@ -226,7 +226,7 @@ class Metrics:
         """One series per live job: set while it has a launcher and is not finished, dropped after."""
         launcher = result.launcher
         key = (launcher or names.launcher_name(result.name), result.namespace)
-        if launcher is None or result.finished:
+        if launcher is None or result.writes_finished:
             if self._job_seen.pop(key, None) is not None:
                 self.job_info.remove(*key)
             return

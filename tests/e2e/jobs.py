@@ -11,6 +11,8 @@ WAIT = 60.0  # a sync round trip is well under a second; this bounds a stuck sce
 IMAGE = "mpioperator/mpi-pi:openmpi"
 NO_KUBELET = {"name": "e2e.example.com/no-kubelet"}
 CHILD_KINDS = ("pods", "jobs", "services", "secrets", "configmaps")
+# The failure policy's attempt, on the launcher Job, its Pods and the workers.
+ATTEMPT = "mpi-operator-hook/restart-attempt"
 
 
 def _template(container: dict[str, Any]) -> dict[str, Any]:
@@ -207,3 +209,50 @@ def versions(kube: Kube, ns: str, skip: set[str]) -> dict[str, str]:
         f"mpijobs/{j['metadata']['name']}": j["metadata"]["resourceVersion"] for j in kube.list("mpijobs", ns)
     }
     return found
+
+
+def attempt_env(obj: dict[str, Any]) -> str:
+    """The first container's MPIJOB_RESTART_ATTEMPT."""
+    container = obj["spec"]["containers"][0]
+    return next(e.get("value", "") for e in container.get("env", []) if e["name"] == "MPIJOB_RESTART_ATTEMPT")
+
+
+def run_attempt(kube: Kube, ns: str, name: str, attempt: int) -> dict[str, Any]:
+    """Wait for the failure policy's attempt's workers and launcher Pod, run them all and wait for Running;
+    return the launcher Pod."""
+    workers = wait_for(
+        lambda: (
+            len(p := worker_pods(kube, ns, name)) == 2
+            and all(w["metadata"]["labels"].get(ATTEMPT) == str(attempt) for w in p)
+            and p
+        ),
+        WAIT,
+        f"the workers of attempt {attempt}",
+    )
+    assert {attempt_env(w) for w in workers} == {str(attempt)}
+    for worker in workers:
+        run_pod(kube, worker)
+    launcher = wait_for(
+        lambda: next(
+            (
+                p
+                for p in launcher_pods(kube, ns, name)
+                if p["metadata"]["labels"].get(ATTEMPT) == str(attempt)
+                and not p["metadata"].get("deletionTimestamp")
+            ),
+            None,
+        ),
+        WAIT,
+        f"the launcher Pod of attempt {attempt}",
+    )
+    assert attempt_env(launcher) == str(attempt)
+    launcher = run_pod(kube, launcher)
+    wait_for(
+        lambda: (
+            (job := get(kube, ns, name))["status"].get("restartAttempt") == attempt
+            and condition_status(job).get("Running") == "True"
+        ),
+        WAIT,
+        f"attempt {attempt} Running",
+    )
+    return launcher

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import ssl
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import httpx
@@ -151,6 +152,18 @@ UPSTREAM_EVENTS = {
     "MPIJobRunning": "Normal",
     "MPIJobFailed": "Warning",
 }
+# Ours, where upstream has no such Event: the lint Warning, a gang scheduler whose PodGroup child is not
+# declared, and the failure policy's (a restart's reason names the replica and the cause: WorkerError,
+# LauncherOOMKilled, ...; the job's failure FailJobRule or MaxRestartsReached). All Warnings.
+OUR_EVENTS = {
+    "LintWarnings": "Warning",
+    "PodGroupChildNotDeclared": "Warning",
+    "WorkerError": "Warning",
+    "FailJobRule": "Warning",
+    "MaxRestartsReached": "Warning",
+}
+# The launcher Job's Failed reasons, which upstream's MPIJobFailed Event takes instead (Kubernetes').
+JOB_REASONS = ("BackoffLimitExceeded", "DeadlineExceeded")
 CREATED, RUNNING = ("Normal", "MPIJobCreated"), ("Normal", "MPIJobRunning")
 
 
@@ -185,30 +198,60 @@ def _worker_evicted(e2e: E2E, ns: str, name: str) -> None:
     jobs.wait_condition(e2e.kube, ns, name, "Failed")
 
 
-SUSPENDED, RESUMED = ("Normal", "MPIJobSuspended"), ("Normal", "MPIJobResumed")
-LIVES = {
-    "succeeds": (
-        _suspend_and_resume,
-        [CREATED, RUNNING, SUSPENDED, RESUMED, RUNNING, ("Normal", "MPIJobSucceeded")],
-    ),
-    # The launcher Pod's status has no reason: upstream appends "/" and an empty one.
-    "fails": (_launcher_fails, [CREATED, RUNNING, ("Warning", "BackoffLimitExceeded/")]),
-    "evicted": (_worker_evicted, [CREATED, RUNNING, ("Warning", "MPIJobEvicted")]),
+def _worker_fails_and_the_gang_restarts(e2e: E2E, ns: str, name: str) -> None:
+    kube = e2e.kube
+    finish_pod(kube, jobs.worker_pods(kube, ns, name)[1], 1)
+    jobs.wait_condition(kube, ns, name, "Restarting")
+    launcher = jobs.run_attempt(kube, ns, name, 1)
+    finish_pod(kube, launcher, 0)
+    jobs.wait_condition(kube, ns, name, "Succeeded")
+
+
+# A failure policy whose second rule the first already covers: lint's failure-rule-unreachable, a Warning.
+RESTART_THEN_UNREACHABLE = {
+    "maxRestarts": 1,
+    "rules": [
+        {"action": "RestartJob"},
+        {"action": "FailJob", "onExitCodes": {"operator": "In", "values": [3]}},
+    ],
 }
+SUSPENDED, RESUMED = ("Normal", "MPIJobSuspended"), ("Normal", "MPIJobResumed")
+SUCCEEDED = ("Normal", "MPIJobSucceeded")
+# Each life: what happens once the job runs, the Events it posts in order, and its spec besides the defaults.
+LIVES: dict[str, tuple[Callable[[E2E, str, str], None], list[tuple[str, str]], dict[str, Any]]] = {
+    "succeeds": (_suspend_and_resume, [CREATED, RUNNING, SUSPENDED, RESUMED, RUNNING, SUCCEEDED], {}),
+    # The launcher Pod's status has no reason: upstream appends "/" and an empty one.
+    "fails": (_launcher_fails, [CREATED, RUNNING, ("Warning", "BackoffLimitExceeded/")], {}),
+    "evicted": (_worker_evicted, [CREATED, RUNNING, ("Warning", "MPIJobEvicted")], {}),
+    # Ours: the lint Warning on the first sync, then Running once per attempt around the restart.
+    "restarts": (
+        _worker_fails_and_the_gang_restarts,
+        [CREATED, ("Warning", "LintWarnings"), RUNNING, ("Warning", "WorkerError"), RUNNING, SUCCEEDED],
+        {"failurePolicy": RESTART_THEN_UNREACHABLE},
+    ),
+}
+
+
+def _posted_as(reason: str) -> str | None:
+    """The Event type the reason is posted as, upstream's or ours; None for a reason neither has."""
+    if reason.split("/")[0] in JOB_REASONS:
+        return "Warning"
+    return UPSTREAM_EVENTS.get(reason) or OUR_EVENTS.get(reason)
 
 
 @pytest.mark.parametrize("life", sorted(LIVES))
 def test_a_jobs_events_are_upstreams(posting: E2E, ns: str, life: str) -> None:
     """Over a job's life the MPIJob carries the Events the Go operator posts, of the same types, in the
-    same order: the hook's log says the order, the API server holds each once."""
+    same order, plus ours (the lint Warning, the failure policy's): the hook's log says the order, the API
+    server holds each once."""
     e2e, kube = posting, posting.kube
-    then, upstream = LIVES[life]
-    jobs.start_running(kube, ns, life, runPolicy={"backoffLimit": 0})
+    then, upstream, spec = LIVES[life]
+    jobs.start_running(kube, ns, life, runPolicy={"backoffLimit": 0}, **spec)
     then(e2e, ns, life)
     e2e.poke(ns, life)
     logged = [(kind, reason) for kind, reason, _ in e2e.hook.events(ns, life)]
     assert logged == upstream
-    assert all(UPSTREAM_EVENTS.get(reason, "Warning") == kind for kind, reason in logged)
+    assert all(_posted_as(reason) == kind for kind, reason in logged)
     uid = jobs.get(kube, ns, life)["metadata"]["uid"]
     posted = wait_for(
         lambda: (found := _ours(e2e, ns, uid)) and len(found) >= len(upstream) and found,
@@ -218,3 +261,5 @@ def test_a_jobs_events_are_upstreams(posting: E2E, ns: str, life: str) -> None:
     assert Counter((e["type"], e["reason"]) for e in posted) == Counter(upstream)
     running = [e["message"] for e in posted if e["reason"] == "MPIJobRunning"]
     assert running and set(running) == {f"MPIJob {ns}/{life} is running"}  # upstream's, without a period
+    lint = [e["message"] for e in posted if e["reason"] == "LintWarnings"]
+    assert all(m.startswith("mpijob lint: 1 finding: [failure-rule-unreachable]") for m in lint), lint

@@ -5,65 +5,17 @@ fails it, naming the Pod. The test plays kubelet; Metacontroller does the deleti
 
 from __future__ import annotations
 
-from typing import Any
-
 from tests.e2e import jobs
 from tests.e2e.conftest import E2E
-from tests.e2e.kube import finish_pod, run_pod, wait_for
+from tests.e2e.kube import finish_pod, wait_for
 from tests.e2e.test_e2e_events import _ours
-
-ATTEMPT = "mpi-operator-hook/restart-attempt"
-
-
-def _attempt_env(obj: dict[str, Any]) -> str:
-    container = obj["spec"]["containers"][0]
-    return next(e.get("value", "") for e in container.get("env", []) if e["name"] == "MPIJOB_RESTART_ATTEMPT")
-
-
-def _run_attempt(kube: Any, ns: str, name: str, attempt: int) -> None:
-    """Wait for the attempt's workers and launcher Pod, then run them all."""
-    workers = wait_for(
-        lambda: (
-            len(p := jobs.worker_pods(kube, ns, name)) == 2
-            and all(w["metadata"]["labels"].get(ATTEMPT) == str(attempt) for w in p)
-            and p
-        ),
-        jobs.WAIT,
-        f"the workers of attempt {attempt}",
-    )
-    assert {_attempt_env(w) for w in workers} == {str(attempt)}
-    for worker in workers:
-        run_pod(kube, worker)
-    launcher = wait_for(
-        lambda: next(
-            (
-                p
-                for p in jobs.launcher_pods(kube, ns, name)
-                if p["metadata"]["labels"].get(ATTEMPT) == str(attempt)
-                and not p["metadata"].get("deletionTimestamp")
-            ),
-            None,
-        ),
-        jobs.WAIT,
-        f"the launcher Pod of attempt {attempt}",
-    )
-    assert _attempt_env(launcher) == str(attempt)
-    run_pod(kube, launcher)
-    wait_for(
-        lambda: (
-            (job := jobs.get(kube, ns, name))["status"].get("restartAttempt") == attempt
-            and jobs.condition_status(job).get("Running") == "True"
-        ),
-        jobs.WAIT,
-        f"attempt {attempt} Running",
-    )
 
 
 def test_a_failed_worker_restarts_the_gang_then_the_limit_fails_it(e2e: E2E, ns: str) -> None:
     kube, name = e2e.kube, "restarts"
     policy = {"maxRestarts": 1}
     jobs.create(kube, ns, jobs.manifest(name, failurePolicy=policy, runPolicy={"backoffLimit": 0}))
-    _run_attempt(kube, ns, name, 0)
+    jobs.run_attempt(kube, ns, name, 0)
     service_uid = kube.get("services", ns, name)["metadata"]["uid"]
 
     finish_pod(kube, jobs.worker_pods(kube, ns, name)[1], 137)
@@ -73,7 +25,7 @@ def test_a_failed_worker_restarts_the_gang_then_the_limit_fails_it(e2e: E2E, ns:
     assert f"worker {name}-worker-1: container" in restarting["message"]
     assert (job["status"]["restartAttempt"], job["status"]["restartCount"]) == (1, 1)
 
-    _run_attempt(kube, ns, name, 1)
+    jobs.run_attempt(kube, ns, name, 1)
     assert "Restarting" not in jobs.conditions(jobs.get(kube, ns, name))  # Running replaced it
     assert kube.get("services", ns, name)["metadata"]["uid"] == service_uid  # kept
 
@@ -85,6 +37,7 @@ def test_a_failed_worker_restarts_the_gang_then_the_limit_fails_it(e2e: E2E, ns:
     assert job["status"]["restartCount"] == 1
     reasons = [reason for _, reason, _ in e2e.hook.events(ns, name)]
     assert reasons.count("WorkerError") == 1 and reasons[-1] == "MaxRestartsReached", reasons
+    assert reasons.count("MPIJobRunning") == 2, reasons  # once per attempt: 0, then 1
     if e2e.hook_token_file is not None:  # the hook posts Events: the restart is one, a Warning
         posted = wait_for(
             lambda: (
@@ -96,3 +49,6 @@ def test_a_failed_worker_restarts_the_gang_then_the_limit_fails_it(e2e: E2E, ns:
         restarts = [e for e in posted if e["reason"] == "WorkerError"]
         assert len(restarts) == 1 and restarts[0]["type"] == "Warning"
         assert restarts[0]["message"] == restarting["message"]
+        # MPIJobRunning once per attempt, each its own Event (the attempt is in the Event's name).
+        running = [e for e in posted if e["reason"] == "MPIJobRunning"]
+        assert len(running) == 2 and all(e["count"] == 1 for e in running), running

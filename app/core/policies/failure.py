@@ -28,9 +28,9 @@ class Cause(StrEnum):
     """Why a Pod failed, in a few words a dashboard can group by (the Restarting reason and metric)."""
 
     OOM_KILLED = "OOMKilled"
-    EVICTED = "Evicted"
+    EVICTED = POD_EVICTED
     DISRUPTED = "Disrupted"
-    DEADLINE_EXCEEDED = "DeadlineExceeded"
+    DEADLINE_EXCEEDED = REASON_DEADLINE_EXCEEDED
     ERROR = "Error"
 
 
@@ -121,13 +121,13 @@ class Restarts:
         return self.ruling is not None and self.ruling.action == Action.FAIL
 
 
-def decide(job: Job, observed: Observed, *, finished: bool, held: bool) -> Restarts:
-    """``finished``: the stored status says so (the record stays, every child counts). ``held``: no
+def decide(job: Job, observed: Observed, *, finished_before: bool, held: bool) -> Restarts:
+    """``finished_before``: the stored status says so (the record stays, every child counts). ``held``: no
     failure decides while the job is suspended."""
     if job.failure_policy is None:
         return Restarts(observed)
     attempt, count = job.status.restarts
-    if finished:
+    if finished_before:
         return Restarts(observed, attempt=attempt, recorded=(attempt, count))
     current, in_flight = current_attempt(observed, attempt)
     failure, ruling = _deciding_failure(job, current, held=held or in_flight)

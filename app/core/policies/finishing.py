@@ -37,11 +37,11 @@ def has_finished(status: JobStatus) -> bool:
 
 
 def decide(
-    job: Job, launcher: LauncherState | None, *, finished: bool, evicted: int, fails: bool
+    job: Job, launcher: LauncherState | None, *, finished_before: bool, evicted: int, fails: bool
 ) -> Finishing:
-    """``finished``: before this sync (``has_finished``); ``evicted``: workers of upstream's list evicted;
-    ``fails``: the failure policy fails the job in this sync."""
-    if finished:
+    """``finished_before``: the stored status says so (``has_finished``); ``evicted``: workers of upstream's
+    list evicted; ``fails``: the failure policy fails the job in this sync."""
+    if finished_before:
         stored = bool(job.status.completion_time)
         return Finishing(cleaning=CleanPodPolicy(job.clean_pod_policy) if stored and _cleans(job) else None)
     if job.failure_policy is None:

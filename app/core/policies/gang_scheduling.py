@@ -32,18 +32,18 @@ def decide(
     configured: GangScheduler | None,
     observed: Observed,
     *,
-    finished: bool,
+    finished_before: bool,
     suspended: bool,
     launcher_done: bool,
     cleaned: bool,
 ) -> Gang:
-    """``finished``: before this sync; ``cleaned``: cleanPodPolicy deletes its workers in this sync."""
+    """``cleaned``: cleanPodPolicy deletes its workers in this sync."""
     if configured is None:
         return Gang()
     if configured.api_version not in observed.podgroups_declared:
         return Gang(undeclared=configured)
     exists = configured.api_version in observed.podgroups
-    if finished:
+    if finished_before:
         return Gang(configured, exists and not cleaned)
     if suspended:
         return Gang(configured, False)

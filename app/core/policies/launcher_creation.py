@@ -28,12 +28,12 @@ class Launcher:
 
 
 def decide(
-    job: Job, observed: Observed, listed: int, *, finished: bool, suspended: bool, blocked: bool
+    job: Job, observed: Observed, listed: int, *, finished_before: bool, suspended: bool, blocked: bool
 ) -> Launcher:
-    """``listed``: upstream's worker list; ``finished``: before this sync; ``blocked``: the job finishes or
-    restarts now, or an old attempt is being deleted."""
+    """``listed``: upstream's worker list; ``blocked``: the job finishes or restarts now, or an old attempt
+    is being deleted."""
     state = observed.launcher_state
-    if finished:
+    if finished_before:
         return Launcher(state, keep=state is not None and state.done)
     may_create = not blocked and _may_create(job, observed, listed)
     keep = not suspended and (observed.launcher is not None or may_create)

@@ -30,9 +30,9 @@ class WorkerPods:
     running: tuple[str, ...]
 
 
-def listed(job: Job, *, suspended: bool, launcher_done: bool, finished: bool) -> int:
+def listed(job: Job, *, suspended: bool, launcher_done: bool, finished_before: bool) -> int:
     """The length of upstream's worker list in this sync."""
-    return 0 if finished or suspended or launcher_done else job.worker_replicas
+    return 0 if finished_before or suspended or launcher_done else job.worker_replicas
 
 
 def decide(
@@ -42,12 +42,12 @@ def decide(
     *,
     hold: bool,
     cleaning: CleanPodPolicy | None,
-    finished: bool,
+    finished_before: bool,
 ) -> WorkerPods:
     """``counts``: upstream's worker list (``listed``) by phase; ``hold``: create none, keep those that
     exist (the job finishes or restarts now, or an old attempt is being deleted); ``cleaning``: what
     cleanPodPolicy deletes of a finished job."""
-    if finished:
+    if finished_before:
         indices = _after_finish(job, observed, cleaning)
     elif hold:
         indices = tuple(i for i in sorted(observed.workers) if i < job.worker_replicas)
