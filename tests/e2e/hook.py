@@ -106,8 +106,9 @@ class Hook:
             self.processes.stop(self.started)
             self.started = None
 
-    def _records(self, what: str, namespace: str, name: str) -> list[dict[str, object]]:
-        """The hook's JSON log records of one kind (``sync``, ``event``) about this job, oldest first."""
+    def _records(self, what: str | set[str], namespace: str, name: str) -> list[dict[str, object]]:
+        """The hook's JSON log records of some kinds (``sync``, ``event``) about this job, oldest first."""
+        kinds = {what} if isinstance(what, str) else what
         records = []
         for line in self.log.read_text(errors="replace").splitlines():
             try:
@@ -116,7 +117,7 @@ class Hook:
                 continue  # uvicorn's own start-up lines
             if (
                 isinstance(record, dict)
-                and record.get("event") == what
+                and record.get("event") in kinds
                 and (record.get("namespace"), record.get("job")) == (namespace, name)
             ):
                 records.append(record)
@@ -129,12 +130,19 @@ class Hook:
     def events(self, namespace: str, name: str) -> list[tuple[str, str, str]]:
         """(type, reason, message) of the events the hook logged for this job, oldest first.
 
-        Repeats in a row are one: two syncs that read the parent from Metacontroller's informer cache before
-        the first one's status write arrived both see the same transition and both log it.
+        A sync that logs the same events as the last sync that logged any is a repeat, not new Events: two
+        syncs that read the parent from Metacontroller's informer cache before the first one's status write
+        arrived both see the same transitions (e.g. Created and LintWarnings) and both log them; the API
+        server holds each once. A sync's events are the lines logged before its own ``sync`` line.
         """
         found: list[tuple[str, str, str]] = []
-        for record in self._records("event", namespace, name):
-            event = (str(record["type"]), str(record["reason"]), str(record["message"]))
-            if not found or found[-1] != event:
-                found.append(event)
+        last: list[tuple[str, str, str]] = []
+        this_sync: list[tuple[str, str, str]] = []
+        for record in [*self._records({"event", "sync"}, namespace, name), {"event": "sync"}]:
+            if record["event"] == "event":
+                this_sync.append((str(record["type"]), str(record["reason"]), str(record["message"])))
+                continue
+            if this_sync and this_sync != last:
+                found += this_sync
+            last, this_sync = this_sync or last, []
         return found
