@@ -22,16 +22,11 @@ import yaml
 
 from app.server.main import create_app
 from app.settings import Settings, answer_setting_defaults
+from tests.test_docs import PAGES
 from tests.test_manifests import kustomize
 
 ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
-PAGES = [
-    ROOT / "README.md",
-    ROOT / "bench" / "README.md",
-    ROOT / "examples" / "requests" / "README.md",
-    *sorted(DOCS.glob("*.md")),
-]
 OPERATIONS = DOCS / "operations.md"
 COMPATIBILITY = DOCS / "compatibility.md"
 REQUESTS = ROOT / "examples" / "requests" / "README.md"

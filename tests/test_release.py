@@ -20,6 +20,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.test_docs import PAGES
 from tests.test_manifests import kustomize
 from tools import gen_install
 
@@ -32,10 +33,7 @@ DIGEST = "sha256:" + "0123456789abcdef" * 4
 PINNED = f"ghcr.io/example-owner/mpi-operator-hook@{DIGEST}"
 # Where a Metacontroller version is named to users: the pages, the manifests' comments, the workflows.
 VERSION_NAMING = [
-    ROOT / "README.md",
-    *sorted((ROOT / "docs").glob("*.md")),
-    ROOT / "bench" / "README.md",
-    ROOT / "examples" / "requests" / "README.md",
+    *PAGES,
     *WORKFLOWS,
     *sorted((ROOT / "deploy").rglob("*.yaml")),
     *sorted((ROOT / "metacontroller").glob("*.yaml")),
