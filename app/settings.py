@@ -91,10 +91,33 @@ class Settings(BaseSettings):
         description="Request bytes admitted at once; a request waits for room (503 after the wait).",
     )
     admission_wait_seconds: float = Field(
-        default=20.0, gt=0, description="How long a request may wait for room in the memory budget."
+        default=8.0,
+        gt=0,
+        le=3600,
+        description="How long a hook request may wait, from its headers, for room in the memory budget and"
+        " its turn (reading its body not counted): 503 beyond. Below Metacontroller's hook timeout (10 s).",
     )
     read_timeout_seconds: float = Field(
-        default=20.0, gt=0, description="Time to receive a whole request body: 408 beyond."
+        default=20.0, gt=0, le=3600, description="Time to receive a whole request body: 408 beyond."
+    )
+    max_connections: int = Field(
+        default=2048,
+        ge=8,
+        le=65536,
+        description="Open connections per process; a new one beyond closes the longest idle one.",
+    )
+    max_header_bytes: int = Field(
+        default=32 * 1024,
+        ge=4096,
+        le=1024 * 1024,
+        description="Request line and headers, counted as they arrive: 431 and closed beyond.",
+    )
+    header_timeout_seconds: float = Field(
+        default=10.0,
+        gt=0,
+        le=3600,
+        description="Time for a request's line and headers to arrive, from the connection (or the request's"
+        " first byte): closed beyond.",
     )
     job_info_ttl_seconds: float = Field(
         default=7200.0, gt=0, description="mpi_operator_job_info drops a job not synced for this long."

@@ -237,19 +237,40 @@ def _dispatch(args: argparse.Namespace) -> int:
 def server_options(log_level: str) -> dict[str, Any]:
     """Production uvicorn settings, shared by ``serve`` (so by the image) and bench/http_bench.py.
 
-    uvloop and httptools: the fastest loop and parser uvicorn has. ``limit_concurrency`` answers 503
-    past 64 open requests (the body guard already queues large ones by bytes); the keep-alive outlives
-    Go's idle connections less than its 90 s idle timeout, so Metacontroller reuses connections.
-    Logging is configured by ``app.server.logs`` (text or JSON), not by uvicorn.
+    uvloop and httptools: the fastest loop and parser uvicorn has, in ``GuardedProtocol``, which adds the
+    connection limits uvicorn lacks (header deadline and size, body deadline, a connection cap that evicts
+    the longest idle connection: app/server/connections.py). No ``limit_concurrency``: it counted idle
+    connections and answered everyone 503 past 64; the body guard queues hook requests under a deadline
+    instead. The keep-alive outlives Go's idle connections less than its 90 s idle timeout, so Metacontroller
+    reuses connections. No access log: a flood would write a line per request; the guard logs refusals
+    (throttled) and counts them. Logging is configured by ``app.server.logs`` (text or JSON), not by uvicorn.
     """
+    from app.server.connections import GuardedProtocol
+
     return {
         "loop": "uvloop",
-        "http": "httptools",
-        "limit_concurrency": 64,
+        "http": GuardedProtocol,
+        "limit_concurrency": None,
         "timeout_keep_alive": 75,
+        "access_log": False,
         "log_config": None,
         "log_level": log_level.lower(),
     }
+
+
+# File descriptors beyond the connections: the listening sockets, the Event client's, logs, the recorder.
+OPEN_FILES_SPARE = 256
+
+
+def _allow_open_files(wanted: int) -> None:
+    """Raise the soft limit on open files towards ``wanted`` (at most the hard limit): a default of 1,024
+    would fail ``accept`` before the connection cap is reached."""
+    import resource
+
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
+    if soft != resource.RLIM_INFINITY and soft < target:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
 
 
 def _serve(host: str, port: int, workers: int) -> int:
@@ -282,6 +303,7 @@ def _serve(host: str, port: int, workers: int) -> int:
 def _run_server(settings: Any, host: str, port: int, workers: int) -> None:
     import uvicorn
 
+    _allow_open_files(settings.max_connections + OPEN_FILES_SPARE)
     options = server_options(settings.log_level)
     if not settings.metrics_port:
         uvicorn.run("app.server.main:app", host=host, port=port, workers=workers, **options)

@@ -2,10 +2,14 @@
 
 - The body cap is enforced while reading, chunk by chunk, so a chunked body without Content-Length
   is cut off at the cap exactly like a declared one (413), never buffered whole first.
-- Memory admission: each hook request reserves its declared size (the cap when undeclared) from one
-  byte budget before its body is read; a request that cannot get its bytes within the wait time is
-  answered 503 (Metacontroller retries with backoff). Small requests pass side by side; two huge ones
-  run one after the other instead of together past the pod's memory limit.
+- Memory admission: each hook request charges its bytes to one byte budget: a declared body when the
+  request is admitted (it is about to be read), a body of unknown length (chunked) as it arrives, so a
+  trickled chunked body holds only what it sent. Small requests pass side by side; two huge ones run one
+  after the other instead of together past the pod's memory limit.
+- A deadline, counted from the moment the request's headers were complete (``connections.ARRIVED``): its
+  work must start within ``admission_wait_seconds``, waiting for room or for its turn on a busy loop
+  included, reading its body not. Past it the answer is 503 at once (Metacontroller retries with backoff)
+  instead of an answer its caller has stopped waiting for. Under load, requests queue until then: no cliff.
 - A body that trickles in slower than the read timeout is answered 408.
 - A caller without the hook's credential (``app/server/auth.py``) is answered 401 before anything else:
   no bytes reserved, no body read.
@@ -23,6 +27,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.server import logs
+from app.server.connections import ARRIVED
 
 Scope = MutableMapping[str, Any]
 Message = MutableMapping[str, Any]
@@ -41,6 +46,10 @@ UNAUTHORIZED_LOG_SECONDS = 10.0
 
 
 SPARE_BUFFER_BYTES = 64 << 20
+# A body of unknown length (chunked) is charged to the budget in steps of this much beyond what arrived.
+CHARGE_STEP_BYTES = 1 << 20
+BUSY = "the hook is busy with other large requests; retry"
+LATE = "the hook is busy: this request waited past its deadline; retry"
 
 
 @dataclass(frozen=True)
@@ -87,7 +96,7 @@ class ByteBudget:
                     self._changed.wait_for(lambda: self.in_use + amount <= self.total), wait_seconds
                 )
         except TimeoutError:
-            raise Rejected(503, "the hook is busy with other large requests; retry", "busy") from None
+            raise Rejected(503, BUSY, "busy") from None
         finally:
             self._waiting -= 1
 
@@ -97,6 +106,34 @@ class ByteBudget:
         if self._waiting:
             async with self._changed:
                 self._changed.notify_all()
+
+
+class Charge:
+    """One request's bytes in the budget, taken as its body is known to arrive, and its deadline: the loop
+    time by which its work must start (waiting for room counts; reading the body does not)."""
+
+    def __init__(self, budget: ByteBudget, deadline: float) -> None:
+        self.budget = budget
+        self.deadline = deadline
+        self.held = 0
+
+    async def up_to(self, total: int) -> None:
+        """Hold at least ``total`` bytes, waiting for room until the deadline (503 past it)."""
+        total = min(total, self.budget.total)
+        if total <= self.held:
+            return
+        wait = max(self.deadline - asyncio.get_running_loop().time(), 0.0)
+        await self.budget.acquire(total - self.held, wait)
+        self.held = total
+
+    def check_deadline(self) -> None:
+        if asyncio.get_running_loop().time() > self.deadline:
+            raise Rejected(503, LATE, "busy")
+
+    async def release(self) -> None:
+        held, self.held = self.held, 0
+        if held:
+            await self.budget.release(held)
 
 
 class SpareBuffer:
@@ -163,45 +200,52 @@ class BodyGuard:
             if refusal is not None:
                 await self._refuse_caller(scope, send, refusal)
                 return
-        declared = _content_length(scope)
+        loop = asyncio.get_running_loop()
+        charge = Charge(self.budget, scope.get(ARRIVED, loop.time()) + self.limits.admission_wait_seconds)
         try:
-            if declared is not None and declared > self.limits.max_body_bytes:
-                raise Rejected(413, "request body too large", "too_large")
-            reserved = declared if declared is not None else self.limits.max_body_bytes
-            await self.budget.acquire(reserved, self.limits.admission_wait_seconds)
+            await self._admit_and_answer(scope, receive, send, endpoint, charge)
         except Rejected as rejected:
             await self._reject(scope, send, rejected)
-            return
-        buffer = self.spare.take(declared or 0)
-        try:
-            try:
-                size = await self._read(receive, buffer)
-            except Rejected as rejected:
-                await self._reject(scope, send, rejected)
-                return
-            body = memoryview(buffer)[:size]
-            try:
-                status, payload = await endpoint(body)  # type: ignore[arg-type]  # bytes-like is enough
-            except Exception:
-                # Endpoints answer their own errors; this is a bug around them (metrics, logging).
-                log.exception("hook endpoint failed unexpectedly (request body not logged)")
-                self.on_reject(_hook(scope), "internal")
-                status, payload = 503, b'{"error":"internal error in the hook; see the hook\'s logs"}'
-            self.spare.give_back(buffer, body)
-            del body
-            await _respond(send, status, payload)
         finally:
-            await self.budget.release(reserved)
+            await charge.release()
 
-    async def _read(self, receive: Receive, buffer: bytearray) -> int:
-        """Read the whole body into ``buffer`` (the declared size, grown as needed when chunked): its size."""
+    async def _admit_and_answer(
+        self, scope: Scope, receive: Receive, send: Send, endpoint: Endpoint, charge: Charge
+    ) -> None:
+        """Charge the body's bytes, read it, and answer with ``endpoint`` unless the deadline has passed."""
+        declared = _content_length(scope)
+        if declared is not None and declared > self.limits.max_body_bytes:
+            raise Rejected(413, "request body too large", "too_large")
+        await charge.up_to(declared or 0)  # a declared body is charged at once: it is about to be read
+        buffer = self.spare.take(declared or 0)
+        size = await self._read(receive, buffer, charge)
+        charge.check_deadline()  # its answer would come too late for a caller that waits ~10 s
+        body = memoryview(buffer)[:size]
+        try:
+            status, payload = await endpoint(body)  # type: ignore[arg-type]  # bytes-like is enough
+        except Exception:
+            # Endpoints answer their own errors; this is a bug around them (metrics, logging).
+            log.exception("hook endpoint failed unexpectedly (request body not logged)")
+            self.on_reject(_hook(scope), "internal")
+            status, payload = 503, b'{"error":"internal error in the hook; see the hook\'s logs"}'
+        self.spare.give_back(buffer, body)
+        del body
+        await _respond(send, status, payload)
+
+    async def _read(self, receive: Receive, buffer: bytearray, charge: Charge) -> int:
+        """Read the whole body into ``buffer`` (the declared size, grown as needed when chunked): its size.
+        The time spent reading moves the deadline: it is a limit on waiting, the read timeout on reading."""
+        loop = asyncio.get_running_loop()
+        started = loop.time()
         try:
             async with asyncio.timeout(self.limits.read_timeout_seconds):  # one timer, not one per chunk
-                return await self._fill(receive, buffer)
+                return await self._fill(receive, buffer, charge)
         except TimeoutError:
             raise Rejected(408, "request body not received in time", "read_timeout") from None
+        finally:
+            charge.deadline += loop.time() - started
 
-    async def _fill(self, receive: Receive, body: bytearray) -> int:
+    async def _fill(self, receive: Receive, body: bytearray, charge: Charge) -> int:
         size = 0
         while True:
             message = await receive()
@@ -210,6 +254,8 @@ class BodyGuard:
             chunk = message.get("body", b"")
             if size + len(chunk) > self.limits.max_body_bytes:
                 raise Rejected(413, "request body too large", "too_large")
+            if size + len(chunk) > charge.held:  # a body of unknown length: charged as it arrives
+                await charge.up_to(size + len(chunk) + CHARGE_STEP_BYTES)
             body[size : size + len(chunk)] = chunk
             size += len(chunk)
             if not message.get("more_body", False):

@@ -33,6 +33,7 @@ from app.kube.keys import KeySource
 from app.kube.request import RequestError, decode_request
 from app.server import logs
 from app.server.auth import Authenticator, CallerCredential
+from app.server.connections import ConnectionLimits, ConnectionPolicy
 from app.server.events import Bounds, EventRecorder
 from app.server.guard import ASGIApp, Authenticate, BodyGuard, Endpoint, Limits, Receive, Scope, Send
 from app.server.memo import ParentMemo, remember
@@ -81,6 +82,8 @@ class HookApp:
 
     hook: Hook
     asgi: ASGIApp
+    # The connection limits of the server that serves this app (``connections.GuardedProtocol`` finds it).
+    connection_policy: ConnectionPolicy
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         await self.asgi(scope, receive, send)
@@ -113,7 +116,17 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
     )
     web.state.hook = hook
     web.include_router(router)
-    return HookApp(hook, _guard(web, hook))
+    return HookApp(hook, _guard(web, hook), _connection_policy(settings, metrics))
+
+
+def _connection_policy(settings: Settings, metrics: Metrics) -> ConnectionPolicy:
+    limits = ConnectionLimits(
+        max_connections=settings.max_connections,
+        max_header_bytes=settings.max_header_bytes,
+        header_timeout_seconds=settings.header_timeout_seconds,
+        body_timeout_seconds=settings.read_timeout_seconds,
+    )
+    return ConnectionPolicy(limits, on_refuse=metrics.connection_closed, on_open=metrics.open_connections.set)
 
 
 def _guard(web: FastAPI, hook: Hook) -> BodyGuard:

@@ -32,6 +32,10 @@ UNAUTHORIZED_REASONS = ("missing", "malformed", "wrong")
 HOOKS = ("sync", "customize")
 EVENT_RESULTS = ("posted", "duplicate", "failed", "dropped", "rate_limited")
 RECORD_RESULTS = ("written", "pruned", "skipped", "failed")
+# Why the server closed a connection before its request was answered (app/server/connections.py).
+CONNECTION_CLOSE_REASONS = (
+    "header_timeout", "header_too_large", "body_timeout", "evicted", "too_many_connections"
+)  # fmt: skip
 # A second to a week: a job starts in seconds to hours (a queue, a scale-up) and runs minutes to days.
 JOB_BUCKETS = (
     1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 28800, 86400, 259200, 604800
@@ -68,6 +72,7 @@ class Metrics:
         )
         self._add_background_collectors()
         self._add_transport_collectors()
+        self._add_connection_collectors()
         # Label lookups cost more than a small sync's other metrics together: bind the fixed ones once.
         self._sync_seconds = self.sync_seconds.labels("sync")
         self._sync_outcomes = {o.value: self.requests.labels("sync", o.value) for o in Outcome}
@@ -184,6 +189,25 @@ class Metrics:
                 self.errors.labels(hook, kind)  # every series exists from the start, at 0
             for reason in UNAUTHORIZED_REASONS:
                 self.unauthorized.labels(hook, reason)
+
+    def _add_connection_collectors(self) -> None:
+        """Connections open and closed by a limit: what a client without the token can cost the hook."""
+        self.open_connections = Gauge(
+            "mpi_operator_hook_open_connections",
+            "Connections open to the hook's port (capped by MPI_OPERATOR_MAX_CONNECTIONS)",
+            registry=self.registry,
+        )
+        self.closed_connections = Counter(
+            "mpi_operator_hook_connections_closed",
+            "Connections closed by a limit before their request was answered, by reason: "
+            + ", ".join(CONNECTION_CLOSE_REASONS),
+            ["reason"],
+            registry=self.registry,
+        )
+        self._closed_by = {r: self.closed_connections.labels(r) for r in CONNECTION_CLOSE_REASONS}
+
+    def connection_closed(self, reason: str) -> None:
+        self._closed_by[reason].inc()
 
     def watch_memo(self, memo: ParentMemo[Any]) -> None:
         """Export the parent memo's lookups and size: its hit rate says whether its bounds fit the jobs."""
