@@ -7,6 +7,7 @@ cases are still compared, nothing outside DIR is read or sent, and the exit code
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import subprocess
@@ -21,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from app.cli import replay_io
+from app.cli.replay import MAX_TIMEOUT
 from app.settings import Settings
 from tests import served
 
@@ -41,6 +43,9 @@ class Hostile(ThreadingHTTPServer):
         self.received: list[tuple[bytes, str]] = []  # (body, Authorization header)
         self.stop = threading.Event()
 
+    def handle_error(self, *_: object) -> None:
+        pass  # a client that hung up on a hostile answer: what replay is meant to do
+
     @property
     def url(self) -> str:
         return f"http://127.0.0.1:{self.server_address[1]}"
@@ -53,12 +58,10 @@ class Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = self.rfile.read(int(self.headers.get("Content-Length", "0")))
         self.server.received.append((body, self.headers.get("Authorization", "")))
-        try:
+        with contextlib.suppress(OSError):  # the client gave up, as it should
             BEHAVIOURS[self.server.behaviour](self)
-        except OSError:  # the client gave up, as it should
-            pass
 
-    def log_message(self, format: str, *args: object) -> None:  # noqa: A002 (the base class's name)
+    def log_message(self, format: str, *args: object) -> None:
         pass
 
     def answer(self, body: bytes) -> None:
@@ -180,8 +183,9 @@ def case(folder: Path, request: bytes = b'{"x": 1}', response: bytes = b"{}") ->
 
 
 def verdicts(done: Done) -> dict[str, str]:
-    words = ("same", "differs", "skipped", "broken")
-    return {line.split()[1]: line.split()[0] for line in done.stdout.splitlines() if line.split()[:1] in [[w] for w in words]}  # fmt: skip
+    words = {"same", "differs", "skipped", "broken"}
+    found = [line.split()[:2] for line in done.stdout.splitlines()]
+    return {pair[1]: pair[0] for pair in found if len(pair) == 2 and pair[0] in words}
 
 
 def line_of(done: Done, name: str) -> str:
@@ -245,8 +249,17 @@ def test_a_huge_sparse_case_is_skipped_unread(hook: Hostile, tmp_path: Path) -> 
     assert done.max_rss_mib < 200, f"replay held {done.max_rss_mib:.0f} MiB"
 
 
-def test_the_file_limit_is_the_hooks_body_limit_and_holds_at_the_byte(tmp_path: Path) -> None:
+def test_the_documented_bounds_are_the_codes() -> None:
+    text = " ".join((ROOT / "examples" / "requests" / "README.md").read_text().split())
     assert Settings.model_fields["max_body_bytes"].default == replay_io.MAX_BYTES
+    assert f"over {replay_io.MAX_BYTES >> 20} MiB (the hook's default `MPI_OPERATOR_MAX_BODY_BYTES`)" in text
+    assert f"An answer over {replay_io.MAX_BYTES >> 20} MiB" in text
+    assert f"JSON nested deeper than {replay_io.MAX_JSON_DEPTH} levels" in text
+    assert f"at most {MAX_TIMEOUT:g})" in text and f"up to {replay_io.MAX_TOKEN_BYTES >> 10} KiB" in text
+    assert f"at most {replay_io.LINE_CHARS} characters long" in text
+
+
+def test_the_file_limit_holds_at_the_byte(tmp_path: Path) -> None:
     (tmp_path / "at").write_bytes(b"x" * 10)
     (tmp_path / "over").write_bytes(b"x" * 11)
     folder = os.open(tmp_path, os.O_RDONLY | os.O_DIRECTORY)

@@ -9,8 +9,12 @@ name, as Metacontroller matches them, so a new order is no difference.
 
 Settings: a case lists the ``MPI_OPERATOR_*`` settings its answer depends on. The hook at URL is taken to run
 with the defaults, or with what ``--setting NAME=VALUE`` says; a case recorded under other settings is
-skipped with a note (``--all`` sends it anyway). Exit codes: 0 every case compared is the same, 1 some
-differ, 2 DIR or a case cannot be read, URL cannot be reached, or no case could be compared.
+skipped with a note (``--all`` sends it anyway).
+
+Neither DIR nor URL is trusted (``app.cli.replay_io`` bounds what is read from both): a case that cannot be
+read, or whose answer cannot be used, is reported ``broken`` on its own line and the others are still
+compared; the exit code is then 2, as when the hook cannot be reached or no case could be compared (the
+user guide's ``mpijob`` table).
 """
 
 from __future__ import annotations
@@ -41,8 +45,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Send each recorded request in DIR (the layout of MPI_OPERATOR_RECORD_DIR and"
         " examples/requests) to the hook at URL and compare each answer with the recorded one, ignoring SSH"
         " key material, times and each case's other volatile parts. One line per case.",
-        epilog="Exit codes: 0 all the same, 1 some differ, 2 unreadable DIR, unreachable URL or nothing"
-        " compared.",
+        epilog="Exit codes: 0 all the same, 1 some differ, 2 unreadable DIR, a broken case (the others are"
+        " still compared), unreachable URL or nothing compared.",
     )
     replay.add_argument("dir", metavar="DIR", help="a recorded request's folder, or a folder of them")
     replay.add_argument("--url", required=True, help="the hook's base URL, e.g. http://127.0.0.1:8080")
@@ -103,11 +107,17 @@ class Tally:
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.cli.replay_io import Unreachable, connect
+
     try:
         target = _target_settings(args.setting)
         headers = _headers(args.token_file)
         names, cases = load_cases(Path(args.dir))
-        tally = _replay(names, cases, args, target, headers)
+        with connect(args.url.rstrip("/"), headers, args.timeout) as client:
+            tally = _replay(names, cases, args, target, client)
+    except Unreachable as err:
+        say(f"mpijob: cannot reach {args.url}: {err}", sys.stderr)
+        return EXIT_UNUSABLE
     except Unusable as err:
         say(f"mpijob: {err}", sys.stderr)
         return EXIT_UNUSABLE
@@ -182,8 +192,12 @@ def load_cases(directory: Path) -> tuple[list[str], Iterator[Case | Broken]]:
         raise Unusable(f"{directory}: {err}") from None
     if _exists(top, REQUEST):  # DIR is one case's own folder
         return [directory.absolute().name], _cases(top, [None], directory.absolute().name)
-    with os.scandir(top) as entries:
-        names = sorted(e.name for e in entries if not e.name.startswith(".") and _may_be_case(top, e))
+    try:
+        with os.scandir(top) as entries:
+            names = sorted(e.name for e in entries if not e.name.startswith(".") and _may_be_case(top, e))
+    except OSError as err:
+        os.close(top)
+        raise Unusable(f"{directory}: cannot list it: {err.strerror}") from None
     if not names:
         os.close(top)
         raise Unusable(f"{directory}: no recorded request in it (a folder with {REQUEST})")
@@ -271,7 +285,7 @@ def _replay(
     cases: Iterator[Case | Broken],
     args: argparse.Namespace,
     target: dict[str, str],
-    headers: dict[str, str],
+    client: Any,
 ) -> Tally:
     tally = Tally()
     width = max(len(name) for name in names)
@@ -281,7 +295,7 @@ def _replay(
             say(f"skipped  {case.name:<{width}}  needs {needs}; the hook runs with other settings"
                 " (--setting if it runs with these, --all to send it anyway)")  # fmt: skip
             continue
-        outcome = _compare(case, args, headers) if isinstance(case, Case) else case
+        outcome = _compare(case, args, client) if isinstance(case, Case) else case
         if isinstance(outcome, Broken):
             tally.broken += 1
             say(f"broken   {outcome.name:<{width}}  {outcome.why}")
@@ -298,12 +312,12 @@ def _replay(
     return tally
 
 
-def _compare(case: Case, args: argparse.Namespace, headers: dict[str, str]) -> list[str] | Broken:
+def _compare(case: Case, args: argparse.Namespace, client: Any) -> list[str] | Broken:
     """The differences between the recorded answer and the hook's, or why there is no answer to compare."""
     from app.cli.replay_io import Refused
 
     try:
-        status, answer = _send(case, args, headers)
+        status, answer = _send(case, args, client)
     except Refused as err:
         return Broken(case.name, str(err))
     differences = diff(
@@ -324,16 +338,13 @@ def _unmet(needed: dict[str, str], target: dict[str, str]) -> str:
     return " ".join(f"{name}={value or '(empty)'}" for name, value in unmet)
 
 
-def _send(case: Case, args: argparse.Namespace, headers: dict[str, str]) -> tuple[int, Any]:
+def _send(case: Case, args: argparse.Namespace, client: Any) -> tuple[int, Any]:
     """The hook's status and answer; ``Unusable`` when the hook cannot be used for any case."""
-    from app.cli.replay_io import Refused, TooDeep, Unreachable, parse_json, post
+    from app.cli.replay_io import Refused, TooDeep, parse_json, post
     from app.server.record import HOOK_PATHS
 
     url, path = args.url.rstrip("/"), HOOK_PATHS[case.hook]
-    try:
-        status, raw = post(url, path, case.request, headers, args.timeout)
-    except Unreachable as err:
-        raise Unusable(f"cannot reach {args.url}: {err}") from None
+    status, raw = post(client, path, case.request, args.timeout)  # Unreachable: run() stops
     if status == 401:
         raise Unusable(f"{url}{path} answered 401: pass the hook's caller token with --token-file FILE")
     if status in (404, 405):

@@ -157,17 +157,27 @@ def read_token(path: str) -> str:
 # --- the hook ----------------------------------------------------------------------------------------------
 
 
-def post(url: str, path: str, body: bytes, headers: dict[str, str], timeout: float) -> tuple[int, bytearray]:
-    """POST ``body`` to ``url + path``: the status and the answer, all within ``timeout`` seconds.
+def connect(url: str, headers: dict[str, str], timeout: float) -> Any:
+    """One ``httpx.Client`` for every call (its connections reused); ``Unreachable`` for a URL it refuses."""
+    import httpx
+
+    try:
+        return httpx.Client(base_url=url, timeout=timeout, headers=headers)
+    except (httpx.InvalidURL, httpx.UnsupportedProtocol) as err:
+        raise Unreachable(f"{type(err).__name__}: {err}") from None
+
+
+def post(client: Any, path: str, body: bytes, timeout: float) -> tuple[int, bytearray]:
+    """POST ``body`` to ``path``: the status and the answer, all within ``timeout`` seconds.
 
     The call runs in a daemon thread that the caller waits for at most ``timeout`` (and a grace): a server
     trickling its headers byte by byte is not caught by a per-read timeout. A call given up on is left to
-    end by itself (its own deadline, or the process's exit)."""
+    end by itself (its own deadline, the client's closing, or the process's exit)."""
     outcome: list[tuple[int, bytearray] | BaseException] = []
 
     def call() -> None:
         try:
-            outcome.append(_stream(url, path, body, headers, timeout))
+            outcome.append(_stream(client, path, body, timeout))
         except BaseException as err:  # handed to the waiting thread
             outcome.append(err)
 
@@ -181,17 +191,12 @@ def post(url: str, path: str, body: bytes, headers: dict[str, str], timeout: flo
     return outcome[0]
 
 
-def _stream(
-    url: str, path: str, body: bytes, headers: dict[str, str], timeout: float
-) -> tuple[int, bytearray]:
+def _stream(client: Any, path: str, body: bytes, timeout: float) -> tuple[int, bytearray]:
     import httpx
 
     deadline = time.monotonic() + timeout
     try:
-        with (
-            httpx.Client(base_url=url, timeout=timeout, headers=headers) as client,
-            client.stream("POST", path, content=body) as reply,
-        ):
+        with client.stream("POST", path, content=body) as reply:
             if reply.status_code in (401, 404, 405):
                 return reply.status_code, bytearray()
             return reply.status_code, _bounded_body(reply, deadline, timeout)
