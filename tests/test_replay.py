@@ -46,7 +46,7 @@ def lines(done: subprocess.CompletedProcess[str]) -> dict[str, str]:
     return {
         line.split()[1]: line.split()[0]
         for line in done.stdout.splitlines()
-        if line.split()[:1] in (["same"], ["differs"], ["skipped"])
+        if line.split()[:1] in (["same"], ["differs"], ["skipped"], ["broken"])
     }
 
 
@@ -214,15 +214,25 @@ def test_an_unusable_hook_or_setting_exits_2(
 
 
 def test_an_unreadable_folder_exits_2(default_hook: served.Served, tmp_path: Path) -> None:
-    assert "cannot read" in replay(str(tmp_path / "missing"), "--url", default_hook.url).stderr
+    assert "cannot read it" in replay(str(tmp_path / "missing"), "--url", default_hook.url).stderr
     assert "no recorded request" in replay(str(tmp_path), "--url", default_hook.url).stderr
+
+
+def test_a_broken_case_is_reported_and_the_others_still_compared(
+    default_hook: served.Served, tmp_path: Path
+) -> None:
+    shutil.copytree(EXAMPLES / "new-job", tmp_path / "a-good")
     shutil.copytree(EXAMPLES / "new-job", tmp_path / "broken")
     (tmp_path / "broken" / "response.json").write_text("{not json")
     done = replay(str(tmp_path), "--url", default_hook.url)
-    assert done.returncode == 2 and "broken: not JSON" in done.stderr
+    assert done.returncode == 2, done.stdout + done.stderr
+    assert lines(done) == {"a-good": "same", "broken": "broken"}
+    assert "broken   broken  response.json is not JSON" in done.stdout
+    assert "1 same, 0 differ, 0 skipped, 1 broken" in done.stdout
+    assert "1 case(s) could not be compared" in done.stderr
     (tmp_path / "broken" / "response.json").unlink()
     done = replay(str(tmp_path), "--url", default_hook.url)
-    assert done.returncode == 2 and "cannot read response.json" in done.stderr
+    assert done.returncode == 2 and "broken   broken  cannot read response.json" in done.stdout
 
 
 def test_children_are_matched_by_kind_and_name_not_order() -> None:

@@ -9,29 +9,33 @@ name, as Metacontroller matches them, so a new order is no difference.
 
 Settings: a case lists the ``MPI_OPERATOR_*`` settings its answer depends on. The hook at URL is taken to run
 with the defaults, or with what ``--setting NAME=VALUE`` says; a case recorded under other settings is
-skipped with a note (``--all`` sends it anyway). Exit codes: 0 every case compared is the same, 1 some
-differ, 2 DIR or a case cannot be read, URL cannot be reached, or no case could be compared.
+skipped with a note (``--all`` sends it anyway).
+
+Neither DIR nor URL is trusted (``app.cli.replay_io`` bounds what is read from both): a case that cannot be
+read, or whose answer cannot be used, is reported ``broken`` on its own line and the others are still
+compared; the exit code is then 2, as when the hook cannot be reached or no case could be compared (the
+user guide's ``mpijob`` table).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
-from collections.abc import Iterator
-from dataclasses import dataclass, field
+from collections.abc import Iterator, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
-
-import orjson
+from typing import Any, TextIO
 
 from app.cli.exits import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
+from app.cli.replay_compare import VALUE_CHARS, diff, without_volatile
 
 # The recorder's layout (app.server.record), and the settings (app.settings) are imported when replay runs:
 # building the parser for every `mpijob` command must stay cheap.
 
 MAX_DIFF_LINES = 10
-VALUE_CHARS = 60
-ABSENT = object()
+# --timeout's bound: one call to the hook, start to end.
+MAX_TIMEOUT = 3600.0
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -41,8 +45,8 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Send each recorded request in DIR (the layout of MPI_OPERATOR_RECORD_DIR and"
         " examples/requests) to the hook at URL and compare each answer with the recorded one, ignoring SSH"
         " key material, times and each case's other volatile parts. One line per case.",
-        epilog="Exit codes: 0 all the same, 1 some differ, 2 unreadable DIR, unreachable URL or nothing"
-        " compared.",
+        epilog="Exit codes: 0 all the same, 1 some differ, 2 unreadable DIR, a broken case (the others are"
+        " still compared), unreachable URL or nothing compared.",
     )
     replay.add_argument("dir", metavar="DIR", help="a recorded request's folder, or a folder of them")
     replay.add_argument("--url", required=True, help="the hook's base URL, e.g. http://127.0.0.1:8080")
@@ -63,11 +67,16 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         help="a file holding the hook's caller token (its MPI_OPERATOR_CALLER_TOKEN_FILE), sent as"
         " 'Authorization: Bearer'; needed unless the hook runs with MPI_OPERATOR_CALLER_AUTH=off",
     )
-    replay.add_argument("--timeout", type=float, default=30.0, help="seconds per request (default 30)")
+    replay.add_argument(
+        "--timeout",
+        type=seconds,
+        default=30.0,
+        help=f"seconds for each request, start to end of its answer (default 30, at most {MAX_TIMEOUT:g})",
+    )
 
 
 class Unusable(Exception):
-    """DIR, a case or URL cannot be used: exit 2 with this message."""
+    """DIR or URL cannot be used at all: exit 2 with this message."""
 
 
 @dataclass(frozen=True)
@@ -81,28 +90,64 @@ class Case:
     volatile: tuple[str, ...]
 
 
+@dataclass(frozen=True)
+class Broken:
+    """A case that cannot be read, or whose answer cannot be compared: reported, and the others go on."""
+
+    name: str
+    why: str
+
+
 @dataclass
 class Tally:
     same: int = 0
     differ: int = 0
     skipped: int = 0
-    lines: list[str] = field(default_factory=list)
+    broken: int = 0
 
 
 def run(args: argparse.Namespace) -> int:
+    from app.cli.replay_io import Unreachable, connect
+
     try:
         target = _target_settings(args.setting)
         headers = _headers(args.token_file)
-        cases = list(load_cases(Path(args.dir)))
-        tally = _replay(cases, args, target, headers)
-    except Unusable as err:
-        print(f"mpijob: {err}", file=sys.stderr)
+        names, cases = load_cases(Path(args.dir))
+        with connect(args.url.rstrip("/"), headers, args.timeout) as client:
+            tally = _replay(names, cases, args, target, client)
+    except Unreachable as err:
+        say(f"mpijob: cannot reach {args.url}: {err}", sys.stderr)
         return EXIT_UNUSABLE
-    print(f"{tally.same} same, {tally.differ} differ, {tally.skipped} skipped")
+    except Unusable as err:
+        say(f"mpijob: {err}", sys.stderr)
+        return EXIT_UNUSABLE
+    broken = f", {tally.broken} broken" if tally.broken else ""
+    say(f"{tally.same} same, {tally.differ} differ, {tally.skipped} skipped{broken}")
+    if tally.broken:
+        say(f"mpijob: {tally.broken} case(s) could not be compared (see the broken cases above)", sys.stderr)
+        return EXIT_UNUSABLE
     if tally.same + tally.differ == 0:
-        print("mpijob: no case was compared (see the skipped cases above)", file=sys.stderr)
+        say("mpijob: no case was compared (see the skipped cases above)", sys.stderr)
         return EXIT_UNUSABLE
     return EXIT_FINDINGS if tally.differ else EXIT_OK
+
+
+def say(line: str, file: TextIO | None = None) -> None:
+    """Print one line, made safe for a terminal: names and answers come from files and a server."""
+    from app.cli.replay_io import printable
+
+    print(printable(line), file=file or sys.stdout)
+
+
+def seconds(text: str) -> float:
+    """``--timeout``: a positive number of seconds, at most ``MAX_TIMEOUT``."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text[:40]!r} is not a number of seconds") from None
+    if not 0 < value <= MAX_TIMEOUT:  # NaN fails too
+        raise argparse.ArgumentTypeError(f"{text[:40]} is not more than 0 and at most {MAX_TIMEOUT} seconds")
+    return value
 
 
 def _target_settings(given: list[str]) -> dict[str, str]:
@@ -119,70 +164,116 @@ def _target_settings(given: list[str]) -> dict[str, str]:
 
 
 def _headers(token_file: str | None) -> dict[str, str]:
-    """Each request's headers: JSON, and the caller token when one is given."""
-    from app.settings import read_caller_token
+    """Each request's headers: JSON, no compression (the answer is counted as sent), the caller token."""
+    from app.cli.replay_io import read_token
 
-    headers = {"Content-Type": "application/json"}
+    headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
     if token_file is not None:
         try:
-            token = read_caller_token(Path(token_file))
+            headers["Authorization"] = f"Bearer {read_token(token_file)}"
         except ValueError as err:
             raise Unusable(f"--token-file: {err}") from None
-        headers["Authorization"] = f"Bearer {token.decode('latin-1')}"
     return headers
 
 
 # --- reading cases ---------------------------------------------------------------------------------------
 
 
-def load_cases(directory: Path) -> Iterator[Case]:
+def load_cases(directory: Path) -> tuple[list[str], Iterator[Case | Broken]]:
+    """The cases' names, and the cases, each read when its turn comes (only one is held at a time)."""
+    from app.cli.replay_io import Refused, open_folder
     from app.server.record import REQUEST
 
-    if (directory / REQUEST).is_file():
-        yield load_case(directory)
-        return
+    if str(directory) == "-":
+        raise Unusable("DIR is a folder of recorded requests: replay does not read standard input")
     try:
-        folders = sorted(p for p in directory.iterdir() if p.is_dir() and not p.name.startswith("."))
+        top = open_folder(directory)
+    except Refused as err:
+        raise Unusable(f"{directory}: {err}") from None
+    if _exists(top, REQUEST):  # DIR is one case's own folder
+        return [directory.absolute().name], _cases(top, [None], directory.absolute().name)
+    try:
+        with os.scandir(top) as entries:
+            names = sorted(e.name for e in entries if not e.name.startswith(".") and _may_be_case(top, e))
     except OSError as err:
-        raise Unusable(f"cannot read {directory}: {err.strerror or err}") from None
-    found = [folder for folder in folders if (folder / REQUEST).is_file()]
-    if not found:
+        os.close(top)
+        raise Unusable(f"{directory}: cannot list it: {err.strerror}") from None
+    if not names:
+        os.close(top)
         raise Unusable(f"{directory}: no recorded request in it (a folder with {REQUEST})")
-    for folder in found:
-        yield load_case(folder)
+    return names, _cases(top, names, "")
 
 
-def load_case(folder: Path) -> Case:
-    from app.server.record import CASE, HOOK_PATHS, REQUEST, RESPONSE, VOLATILE
+def _exists(folder: int, name: str) -> bool:
+    try:
+        os.stat(name, dir_fd=folder, follow_symlinks=False)
+    except OSError:
+        return False
+    return True
+
+
+def _may_be_case(top: int, entry: os.DirEntry[str]) -> bool:
+    """A folder holding a request, or a link to a folder (which is then refused, not silently left out)."""
+    from app.server.record import REQUEST
+
+    if entry.is_symlink():
+        return entry.is_dir()
+    return entry.is_dir(follow_symlinks=False) and _exists(top, f"{entry.name}/{REQUEST}")
+
+
+def _cases(top: int, names: Sequence[str | None], own_name: str) -> Iterator[Case | Broken]:
+    from app.cli.replay_io import Refused, open_folder
 
     try:
-        request = (folder / REQUEST).read_bytes()
-        response = orjson.loads((folder / RESPONSE).read_bytes())
-        meta = orjson.loads((folder / CASE).read_bytes()) if (folder / CASE).is_file() else {}
-    except OSError as err:
-        raise Unusable(f"{folder}: cannot read {Path(err.filename or '').name}: {err.strerror}") from None
-    except orjson.JSONDecodeError as err:
-        raise Unusable(f"{folder}: not JSON: {err}") from None
+        for name in names:
+            try:
+                folder = top if name is None else open_folder(name, top)
+            except Refused as err:
+                yield Broken(name or own_name, str(err))
+                continue
+            try:
+                yield load_case(folder, name or own_name)
+            finally:
+                if folder != top:
+                    os.close(folder)
+    finally:
+        os.close(top)
+
+
+def load_case(folder: int, name: str) -> Case | Broken:
+    from app.cli.replay_io import Refused, parse_json, read_case_file
+    from app.server.record import CASE, REQUEST, RESPONSE
+
+    try:
+        request, response = (read_case_file(folder, file) for file in (REQUEST, RESPONSE))
+        if request is None or response is None:
+            raise Refused(f"cannot read {RESPONSE if request else REQUEST}: no such file")
+        meta_bytes = read_case_file(folder, CASE)
+        meta = parse_json(meta_bytes, CASE) if meta_bytes is not None else {}
+        return _case(name, request, parse_json(response, RESPONSE), meta)
+    except Refused as err:
+        return Broken(name, str(err))
+
+
+def _case(name: str, request: bytes, response: Any, meta: Any) -> Case:
+    from app.cli.replay_io import Refused
+    from app.server.record import CASE, HOOK_PATHS, VOLATILE
+
     if not isinstance(meta, dict):
-        raise Unusable(f"{folder / CASE}: expected a JSON object")
+        raise Refused(f"{CASE}: expected a JSON object")
     hook = meta.get("hook", "sync")
     settings = meta.get("settings", {})
     volatile = meta.get("volatile", [])
     status = meta.get("status", 200)
     if not isinstance(hook, str) or hook not in HOOK_PATHS:
-        raise Unusable(f"{folder / CASE}: 'hook' must be sync or customize")
+        raise Refused(f"{CASE}: 'hook' must be sync or customize")
     if not isinstance(status, int) or not isinstance(settings, dict):
-        raise Unusable(f"{folder / CASE}: 'status' must be a number and 'settings' a map")
+        raise Refused(f"{CASE}: 'status' must be a number and 'settings' a map")
     if not isinstance(volatile, list) or not all(isinstance(v, str) for v in volatile):
-        raise Unusable(f"{folder / CASE}: 'volatile' must be a list of patterns")
+        raise Refused(f"{CASE}: 'volatile' must be a list of patterns")
+    settings_text = {str(k): str(v) for k, v in settings.items()}
     return Case(
-        folder.name,
-        hook,
-        request,
-        response,
-        status,
-        {str(k): str(v) for k, v in settings.items()},
-        tuple(dict.fromkeys((*VOLATILE, *volatile))),
+        name, hook, request, response, status, settings_text, tuple(dict.fromkeys((*VOLATILE, *volatile)))
     )
 
 
@@ -190,38 +281,51 @@ def load_case(folder: Path) -> Case:
 
 
 def _replay(
-    cases: list[Case], args: argparse.Namespace, target: dict[str, str], headers: dict[str, str]
+    names: list[str],
+    cases: Iterator[Case | Broken],
+    args: argparse.Namespace,
+    target: dict[str, str],
+    client: Any,
 ) -> Tally:
-    import httpx
-
     tally = Tally()
-    width = max(len(case.name) for case in cases)
-    base = args.url.rstrip("/")
-    with httpx.Client(base_url=base, timeout=args.timeout, headers=headers) as client:
-        for case in cases:
-            needs = _unmet(case.settings, target)
-            if needs and not args.all:
-                tally.skipped += 1
-                print(f"skipped  {case.name:<{width}}  needs {needs}; the hook runs with other settings"
-                      " (--setting if it runs with these, --all to send it anyway)")  # fmt: skip
-                continue
-            status, answer = _send(client, case, args.url)
-            differences = diff(
-                without_volatile(case.response, case.volatile), without_volatile(answer, case.volatile)
-            )
-            if status != case.status:
-                differences.insert(0, f"HTTP status: {case.status} -> {status}")
-            if differences:
-                tally.differ += 1
-                print(f"differs  {case.name:<{width}}  ({len(differences)} differences)")
-                for line in differences[:MAX_DIFF_LINES]:
-                    print(f"  {line}")
-                if len(differences) > MAX_DIFF_LINES:
-                    print(f"  ... and {len(differences) - MAX_DIFF_LINES} more")
-            else:
-                tally.same += 1
-                print(f"same     {case.name}")
+    width = max(len(name) for name in names)
+    for case in cases:
+        if isinstance(case, Case) and (needs := _unmet(case.settings, target)) and not args.all:
+            tally.skipped += 1
+            say(f"skipped  {case.name:<{width}}  needs {needs}; the hook runs with other settings"
+                " (--setting if it runs with these, --all to send it anyway)")  # fmt: skip
+            continue
+        outcome = _compare(case, args, client) if isinstance(case, Case) else case
+        if isinstance(outcome, Broken):
+            tally.broken += 1
+            say(f"broken   {outcome.name:<{width}}  {outcome.why}")
+        elif outcome:
+            tally.differ += 1
+            say(f"differs  {case.name:<{width}}  ({len(outcome)} differences)")
+            for line in outcome[:MAX_DIFF_LINES]:
+                say(f"  {line}")
+            if len(outcome) > MAX_DIFF_LINES:
+                say(f"  ... and {len(outcome) - MAX_DIFF_LINES} more")
+        else:
+            tally.same += 1
+            say(f"same     {case.name}")
     return tally
+
+
+def _compare(case: Case, args: argparse.Namespace, client: Any) -> list[str] | Broken:
+    """The differences between the recorded answer and the hook's, or why there is no answer to compare."""
+    from app.cli.replay_io import Refused
+
+    try:
+        status, answer = _send(case, args, client)
+    except Refused as err:
+        return Broken(case.name, str(err))
+    differences = diff(
+        without_volatile(case.response, case.volatile), without_volatile(answer, case.volatile)
+    )
+    if status != case.status:
+        differences.insert(0, f"HTTP status: {case.status} -> {status}")
+    return differences
 
 
 def _unmet(needed: dict[str, str], target: dict[str, str]) -> str:
@@ -234,99 +338,20 @@ def _unmet(needed: dict[str, str], target: dict[str, str]) -> str:
     return " ".join(f"{name}={value or '(empty)'}" for name, value in unmet)
 
 
-def _send(client: Any, case: Case, url: str) -> tuple[int, Any]:
-    import httpx
-
+def _send(case: Case, args: argparse.Namespace, client: Any) -> tuple[int, Any]:
+    """The hook's status and answer; ``Unusable`` when the hook cannot be used for any case."""
+    from app.cli.replay_io import Refused, TooDeep, parse_json, post
     from app.server.record import HOOK_PATHS
 
-    path = HOOK_PATHS[case.hook]
-    try:
-        reply = client.post(path, content=case.request)
-    except (httpx.HTTPError, httpx.InvalidURL) as err:
-        raise Unusable(f"cannot reach {url}: {type(err).__name__}: {err}") from None
-    if reply.status_code == 401:
+    url, path = args.url.rstrip("/"), HOOK_PATHS[case.hook]
+    status, raw = post(client, path, case.request, args.timeout)  # Unreachable: run() stops
+    if status == 401:
         raise Unusable(f"{url}{path} answered 401: pass the hook's caller token with --token-file FILE")
-    if reply.status_code in (404, 405):
-        raise Unusable(f"{url}{path} answered {reply.status_code}: is --url the hook's base URL?")
+    if status in (404, 405):
+        raise Unusable(f"{url}{path} answered {status}: is --url the hook's base URL?")
     try:
-        return reply.status_code, orjson.loads(reply.content)
-    except orjson.JSONDecodeError:
-        return reply.status_code, {"(not JSON)": reply.text[:VALUE_CHARS]}
-
-
-def without_volatile(value: Any, patterns: tuple[str, ...]) -> Any:
-    """``value`` without the parts the patterns name (a copy)."""
-    value = orjson.loads(orjson.dumps(value))
-    for pattern in patterns:
-        _drop(value, pattern.split("."))
-    return value
-
-
-def _drop(value: Any, segments: list[str]) -> None:
-    head, rest = segments[0], segments[1:]
-    if isinstance(value, dict):
-        keys = [k for k in value if _matches(head, k, value[k])]
-        for key in keys:
-            if rest:
-                _drop(value[key], rest)
-            else:
-                del value[key]
-    elif isinstance(value, list):
-        for index in reversed(range(len(value))):
-            if _matches(head, str(index), value[index]):
-                if rest:
-                    _drop(value[index], rest)
-                else:
-                    del value[index]
-
-
-def _matches(segment: str, key: str, item: Any) -> bool:
-    if segment == "*":
-        return True
-    if segment.startswith("[") and segment.endswith("]") and "=" in segment:
-        field_name, _, wanted = segment[1:-1].partition("=")
-        return isinstance(item, dict) and str(item.get(field_name)) == wanted
-    return segment == key
-
-
-def diff(recorded: Any, replayed: Any, path: str = "") -> list[str]:
-    """Each difference as ``path: recorded -> replayed``; children are matched by kind and name."""
-    if isinstance(recorded, dict) and isinstance(replayed, dict):
-        out = []
-        for key in sorted(set(recorded) | set(replayed), key=str):
-            where = f"{path}.{key}" if path and not str(key).startswith("[") else f"{path}{key}"
-            old, new = recorded.get(key, ABSENT), replayed.get(key, ABSENT)
-            if where == "children" and isinstance(old, list) and isinstance(new, list):
-                out += diff(_by_identity(old), _by_identity(new), "children")
-            else:
-                out += diff(old, new, where)
-        return out
-    if isinstance(recorded, list) and isinstance(replayed, list):
-        out = []
-        for index in range(max(len(recorded), len(replayed))):
-            out += diff(
-                recorded[index] if index < len(recorded) else ABSENT,
-                replayed[index] if index < len(replayed) else ABSENT,
-                f"{path}[{index}]",
-            )
-        return out
-    if recorded == replayed and type(recorded) is type(replayed):
-        return []
-    return [f"{path or '(answer)'}: {_show(recorded)} -> {_show(replayed)}"]
-
-
-def _by_identity(children: list[Any]) -> dict[str, Any]:
-    out = {}
-    for index, child in enumerate(children):
-        meta = child.get("metadata", {}) if isinstance(child, dict) else {}
-        kind = child.get("kind", "?") if isinstance(child, dict) else "?"
-        name = meta.get("name", f"#{index}") if isinstance(meta, dict) else f"#{index}"
-        out[f"[{kind} {name}]"] = child
-    return out
-
-
-def _show(value: Any) -> str:
-    if value is ABSENT:
-        return "(absent)"
-    text = orjson.dumps(value).decode()
-    return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 3] + "..."
+        return status, parse_json(raw, "the answer")
+    except TooDeep:
+        raise
+    except Refused:
+        return status, {"(not JSON)": raw[:VALUE_CHARS].decode("utf-8", "replace")}
