@@ -118,12 +118,13 @@ class Serving:
         self.server.server_close()
 
 
-def kubeconfig(path: Path, server: str, user: dict[str, Any]) -> Path:
-    """A kubeconfig file: one cluster at ``server``, one user, the context current, namespace ``NS``."""
+def kubeconfig(path: Path, server: str, user: dict[str, Any], **cluster: str) -> Path:
+    """A kubeconfig file: one cluster at ``server`` (and ``cluster``'s fields), one user, the context
+    current, namespace ``NS``."""
     config = {
         "apiVersion": "v1",
         "kind": "Config",
-        "clusters": [{"name": "c", "cluster": {"server": server}}],
+        "clusters": [{"name": "c", "cluster": {"server": server, **cluster}}],
         "users": [{"name": "u", "user": user}],
         "contexts": [{"name": "x", "context": {"cluster": "c", "user": "u", "namespace": NS}}],
         "current-context": "x",

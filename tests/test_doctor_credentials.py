@@ -208,3 +208,13 @@ def test_a_hostile_user_entry_is_exit_2(
     api: tuple[Api, Serving], tmp_path: Path, user: dict[str, Any], message: str
 ) -> None:
     assert message in _refused(api, kubeconfig(tmp_path / "config", api[1].url, user))
+
+
+@pytest.mark.parametrize(
+    "cluster", [{"server": "http://[::1"}, {"server": "http://127.0.0.1:1", "proxy-url": "::nonsense"}]
+)
+def test_a_server_or_proxy_that_is_no_url_is_exit_2(tmp_path: Path, cluster: dict[str, str]) -> None:
+    config = kubeconfig(tmp_path / "config", cluster.pop("server"), {"token": "t"}, **cluster)
+    done = doctor("pi", "--kubeconfig", str(config))
+    assert (done.returncode, done.stdout) == (2, ""), done.stderr
+    assert done.stderr == "mpijob doctor: the kubeconfig's server or proxy-url is not a usable URL\n"

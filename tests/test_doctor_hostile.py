@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import copy
 import json
+import random
 import resource
 import time
 from collections.abc import Callable, Iterator
@@ -15,8 +16,12 @@ from typing import Any
 
 import pytest
 
+from app.cli.doctor.checks import diagnose
 from app.cli.doctor.client import CannotRead, Read, Reader
 from app.cli.doctor.kubeconfig import Connection
+from app.cli.doctor.snapshot import Snapshot
+from app.cli.doctor.untrusted import Hostile
+from tests import test_doctor_reads as reads
 from tests.doctor_api import EVENTS, JOB, LAUNCHER, PODS, Answer, Api, Serving, as_json, doctor, kubeconfig
 from tests.doctor_api import recorded as recorded_snapshot
 
@@ -215,3 +220,69 @@ def test_a_saved_snapshot_loads_again(api: tuple[Api, Serving], tmp_path: Path) 
     assert _run(api, tmp_path, "--save", str(saved))[0] == 0
     code, out, _ = _load(tmp_path, saved.read_bytes())
     assert code == 0 and out.startswith("healthy: MPIJob doctor/pi")
+
+
+# --- many hostile answers at once: fields of the recorded objects replaced by values of other types ---------
+
+_VALUES: tuple[Any, ...] = (
+    None,
+    1,
+    -1,
+    1.5,
+    True,
+    "x",
+    "",
+    [],
+    {},
+    ["a"],
+    {"a": 1},
+    [{}],
+    [None],
+    {"a": None},
+)
+
+
+def _mutated(obj: Any, rng: random.Random) -> Any:
+    """``obj`` with one to three of its fields (at any depth) replaced by a value of another type."""
+    obj = copy.deepcopy(obj)
+    for _ in range(rng.randint(1, 3)):
+        paths = list(_paths(obj))
+        *parents, last = rng.choice(paths)
+        target = obj
+        for part in parents:
+            target = target[part]
+        target[last] = copy.deepcopy(rng.choice(_VALUES))
+    return obj
+
+
+def _paths(obj: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
+    children = obj.items() if isinstance(obj, dict) else enumerate(obj) if isinstance(obj, list) else ()
+    for key, value in children:
+        yield (*prefix, key)
+        yield from _paths(value, (*prefix, key))
+
+
+def test_any_mutated_answer_is_judged_or_refused_never_a_crash() -> None:
+    """In-process (httpx's MockTransport, tests/test_doctor_reads.py's server) for speed: 250 answers."""
+    rng = random.Random(20261205)
+    refused = 0
+    for _ in range(250):
+        server = reads.Server(reads._recorded())
+        path = rng.choice([p for p, obj in server.objects.items() if obj])
+        server.objects[path] = _mutated(server.objects[path], rng)
+        try:
+            diagnose(reads._gather(server))
+        except CannotRead:
+            refused += 1
+    assert 0 < refused < 250
+
+
+def test_any_mutated_snapshot_is_judged_or_refused_never_a_crash() -> None:
+    rng = random.Random(20261206)
+    refused = 0
+    for _ in range(250):
+        try:
+            diagnose(Snapshot.from_json(_mutated(recorded_snapshot(), rng), "--load x"))
+        except Hostile:
+            refused += 1
+    assert 0 < refused < 250

@@ -74,19 +74,25 @@ class Reader:
         limit: int = MAX_ANSWER_BYTES,
     ) -> None:
         self._server = connection.server
-        self._secrets = [value for value in connection.headers.values() if value]
+        # Each header value and its credential alone (``Bearer <token>``'s token): never in a message.
+        values = connection.headers.values()
+        self._secrets = [part for value in values for part in {value, value.rpartition(" ")[2]} if part]
         _sendable(connection.headers)
         extensions = {"sni_hostname": connection.server_name} if connection.server_name else None
         self._extensions = extensions or {}
         self._deadline, self._limit = deadline, limit
-        self._client = httpx.Client(
-            base_url=connection.server,
-            verify=connection.verify,
-            headers=dict(connection.headers),
-            proxy=connection.proxy,
-            timeout=min(_TIMEOUT_SECONDS, deadline),
-            transport=transport,
-        )
+        try:
+            self._client = httpx.Client(
+                base_url=connection.server,
+                verify=connection.verify,
+                headers=dict(connection.headers),
+                proxy=connection.proxy,
+                timeout=min(_TIMEOUT_SECONDS, deadline),
+                transport=transport,
+            )
+            self._client.build_request("GET", "/")
+        except (httpx.InvalidURL, ValueError, TypeError):
+            raise CannotRead("the kubeconfig's server or proxy-url is not a usable URL") from None
 
     def close(self) -> None:
         self._client.close()

@@ -1,10 +1,11 @@
 """The shapes the checks read, checked once where objects come in (``gather`` from the API server, a
 ``--load``ed file), so the checks can trust them: a hostile answer becomes one message naming the object and
-the field (``pods[3].status.conditions[0].type: not a string``), never an error inside a check.
+the field (``pods[3].status.conditions[0].type is not a string``), never an error inside a check.
 
 A shape lists only the fields something reads; anything else may be anything. A field that is absent or
-``null`` is always fine (the checks read ``x.get(k) or {}``). Pods and the launcher Job are also decoded as
-the hook decodes them (``app.kube.request``), which is how the doctor classifies them.
+``null`` is fine unless ``Required`` (the checks read ``x.get(k) or {}``); a list's items are required.
+Pods and the launcher Job are also decoded as the hook decodes them (``app.kube.request``), which is how
+the doctor classifies them.
 """
 
 from __future__ import annotations
@@ -87,7 +88,7 @@ def check(value: Any, shape: object, where: str, path: str = "") -> None:
     """``Hostile`` naming ``where`` and the path of the first field not of its shape."""
     if value is None:
         if isinstance(shape, Required):
-            raise Hostile(f"{where}: {path or 'the top level'} is missing")
+            raise Hostile(f"{where}: {path or 'the top level'} is missing or null")
         return
     if isinstance(shape, Required):
         check(value, shape.shape, where, path)
@@ -99,7 +100,7 @@ def check(value: Any, shape: object, where: str, path: str = "") -> None:
         if not isinstance(value, list):
             raise Hostile(f"{where}: {path or 'the top level'} is not a list")
         for index, item in enumerate(value):
-            check(item, shape[0], where, f"{path}[{index}]")
+            check(item, Required(shape[0]), where, f"{path}[{index}]")
     elif isinstance(shape, MapOf):
         _object(value, where, path)
         for key, item in value.items():
