@@ -73,7 +73,7 @@ def not_synced(facts: Facts) -> Problem | None:
 
 @check("queued-by-kueue", "suspended with a Kueue queue: admission is Kueue's (quota, flavors)")
 def queued_by_kueue(facts: Facts) -> Problem | None:
-    queue = (facts.raw.get("metadata") or {}).get("labels", {}).get(KUEUE_QUEUE_LABEL)
+    queue = ((facts.raw.get("metadata") or {}).get("labels") or {}).get(KUEUE_QUEUE_LABEL)
     if not queue or not _suspended(facts):
         return None
     return Problem(

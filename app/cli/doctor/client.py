@@ -7,6 +7,7 @@ API server.
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
@@ -14,9 +15,18 @@ from typing import Any
 import httpx
 
 from app.cli.doctor.kubeconfig import Connection
+from app.cli.doctor.untrusted import Hostile, parse_json
 
 _METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
+# Connecting, and each read of the socket.
 _TIMEOUT_SECONDS = 30.0
+# One answer, from the request to its last byte: a server that trickles its answer cannot hold the doctor.
+DEADLINE_SECONDS = 60.0
+# One answer's bytes (decompressed). The largest answer is a page of Pods (``items`` asks for pages of 500):
+# a worker Pod as the API server sends it is 5-15 KiB (the recorded one: 4.8 KiB without managedFields), so
+# a page is under ~8 MiB and 64 MiB leaves room for Pods 8 times larger (long env lists, many volumes).
+# Parsed, 64 MiB of Pods takes ~450 MiB of memory (measured): the bound on what one answer can cost.
+MAX_ANSWER_BYTES = 64 * 1024 * 1024
 _MESSAGE_CHARS = 300
 
 
@@ -36,6 +46,13 @@ class Read:
         return f"{self.verb} {self.resource} {where}"
 
 
+@dataclass(frozen=True)
+class _Answer:
+    status: int
+    reason: str
+    body: bytes
+
+
 class CannotRead(Exception):
     """The cluster cannot be read: unreachable, credentials refused, or a permission missing."""
 
@@ -45,35 +62,52 @@ class CannotRead(Exception):
 
 
 class Reader:
-    """GETs JSON and logs from one API server; 404 is ``None``, a refusal is ``CannotRead``."""
+    """GETs JSON and logs from one API server; 404 is ``None``, a refusal is ``CannotRead``. Each answer is
+    bounded: ``limit`` bytes, ``deadline`` seconds from the request to its last byte."""
 
-    def __init__(self, connection: Connection, transport: httpx.BaseTransport | None = None) -> None:
+    def __init__(
+        self,
+        connection: Connection,
+        transport: httpx.BaseTransport | None = None,
+        *,
+        deadline: float = DEADLINE_SECONDS,
+        limit: int = MAX_ANSWER_BYTES,
+    ) -> None:
         self._server = connection.server
+        # Each header value and its credential alone (``Bearer <token>``'s token): never in a message.
+        values = connection.headers.values()
+        self._secrets = [part for value in values for part in {value, value.rpartition(" ")[2]} if part]
+        _sendable(connection.headers)
         extensions = {"sni_hostname": connection.server_name} if connection.server_name else None
         self._extensions = extensions or {}
-        self._client = httpx.Client(
-            base_url=connection.server,
-            verify=connection.verify,
-            headers=dict(connection.headers),
-            proxy=connection.proxy,
-            timeout=_TIMEOUT_SECONDS,
-            transport=transport,
-        )
+        self._deadline, self._limit = deadline, limit
+        try:
+            self._client = httpx.Client(
+                base_url=connection.server,
+                verify=connection.verify,
+                headers=dict(connection.headers),
+                proxy=connection.proxy,
+                timeout=min(_TIMEOUT_SECONDS, deadline),
+                transport=transport,
+            )
+            self._client.build_request("GET", "/")
+        except (httpx.InvalidURL, ValueError, TypeError):
+            raise CannotRead("the kubeconfig's server or proxy-url is not a usable URL") from None
 
     def close(self) -> None:
         self._client.close()
 
     def json(self, read: Read, *, metadata_only: bool = False) -> dict[str, Any] | None:
         headers = {"Accept": _METADATA_ONLY if metadata_only else "application/json"}
-        response = self._get(read, headers)
-        if response is None:
+        answer = self._get(read, headers)
+        if answer is None:
             return None
         try:
-            body = response.json()
-        except ValueError:
-            raise CannotRead(f"the API server answered {read.path} with something other than JSON") from None
+            body = parse_json(answer.body, f"the API server's answer to GET {read.path}")
+        except Hostile as err:
+            raise CannotRead(str(err)) from None
         if not isinstance(body, dict):
-            raise CannotRead(f"the API server answered {read.path} with something other than an object")
+            raise CannotRead(f"the API server answered GET {read.path} with something other than an object")
         return body
 
     def items(self, read: Read, *, pages: int = 10) -> list[dict[str, Any]]:
@@ -86,48 +120,110 @@ class Reader:
             )
             if body is None:
                 return items
-            items += [item for item in body.get("items") or [] if isinstance(item, dict)]
-            token = (body.get("metadata") or {}).get("continue")
-            if not token:
+            listed, metadata = body.get("items") or [], body.get("metadata") or {}
+            if not isinstance(listed, list) or not isinstance(metadata, dict):
+                raise CannotRead(f"the API server answered GET {read.path} with something other than a list")
+            items += listed
+            token = metadata.get("continue")
+            if not token or not isinstance(token, str):
                 break
             params["continue"] = token
         return items
 
     def text(self, read: Read) -> str | None:
         """A log; ``None`` when there is none yet (the container has not started: 400) or the Pod is gone."""
-        response = self._get(read, {"Accept": "*/*"}, missing=(400, 404))
-        return None if response is None else response.text
+        answer = self._get(read, {"Accept": "*/*"}, missing=(400, 404))
+        return None if answer is None else answer.body.decode("utf-8", "replace")
 
-    def _get(
-        self, read: Read, headers: dict[str, str], missing: tuple[int, ...] = (404,)
-    ) -> httpx.Response | None:
-        try:
-            response = self._client.get(
-                read.path, params=dict(read.params or {}), headers=headers, extensions=self._extensions
-            )
-        except httpx.HTTPError as err:
-            raise CannotRead(f"cannot reach the API server at {self._server}: {err}") from None
-        if response.status_code in missing:
+    def _get(self, read: Read, headers: dict[str, str], missing: tuple[int, ...] = (404,)) -> _Answer | None:
+        answer = self._fetch(read, headers)
+        status = answer.status
+        if status in missing:
             return None
-        if response.status_code == 401:
+        if status == 401:
             raise CannotRead(
                 f"the API server at {self._server} did not accept your credentials (401 Unauthorized):"
                 " log in again or check the kubeconfig's user"
             )
-        if response.status_code == 403:
+        if status == 403:
             raise CannotRead(
-                f"permission missing: {read.permission} (403 Forbidden: {_message(response)})",
-                read.permission,
+                f"permission missing: {read.permission} (403 Forbidden: {_message(answer)})", read.permission
             )
-        if response.status_code >= 400:
-            raise CannotRead(f"{read.permission}: HTTP {response.status_code}: {_message(response)}")
-        return response
+        if status >= 400:
+            raise CannotRead(f"{read.permission}: HTTP {status}: {_message(answer)}")
+        if not 200 <= status < 300:
+            raise CannotRead(
+                f"the API server answered GET {read.path} with HTTP {status}, not an object: the doctor"
+                " follows no redirects (is the kubeconfig's server the API server itself?)"
+            )
+        return answer
+
+    def _fetch(self, read: Read, headers: dict[str, str]) -> _Answer:
+        """The answer, read in a thread so that the deadline holds however slowly the bytes come."""
+        outcome: list[_Answer | CannotRead] = []
+        stop = threading.Event()
+        worker = threading.Thread(target=self._stream, args=(read, headers, outcome, stop), daemon=True)
+        worker.start()
+        worker.join(self._deadline)
+        if worker.is_alive() or not outcome:
+            stop.set()
+            raise CannotRead(
+                f"the API server at {self._server} did not finish answering GET {read.path} within"
+                f" {self._deadline:g} s"
+            )
+        if isinstance(outcome[0], CannotRead):
+            raise outcome[0]
+        return outcome[0]
+
+    def _stream(
+        self, read: Read, headers: dict[str, str], outcome: list[_Answer | CannotRead], stop: threading.Event
+    ) -> None:
+        params = dict(read.params or {})
+        try:
+            with self._client.stream(
+                "GET", read.path, params=params, headers=headers, extensions=self._extensions
+            ) as response:
+                body = bytearray()
+                for chunk in response.iter_bytes():
+                    body += chunk
+                    if len(body) > self._limit:
+                        raise CannotRead(
+                            f"the API server's answer to GET {read.path} is larger than {self._limit} bytes"
+                        )
+                    if stop.is_set():
+                        return
+                outcome.append(_Answer(response.status_code, response.reason_phrase, bytes(body)))
+        except CannotRead as err:
+            outcome.append(err)
+        except httpx.HTTPError as err:
+            outcome.append(CannotRead(f"cannot reach the API server at {self._server}: {self._why(err)}"))
+        except Exception as err:
+            # Whatever else a hostile answer provokes (a decoder's error, say) is that answer's fault.
+            outcome.append(CannotRead(f"reading GET {read.path} failed ({type(err).__name__})"))
+
+    def _why(self, err: httpx.HTTPError) -> str:
+        """The failure in a few words, never a header value (httpx puts an invalid one in its message)."""
+        if isinstance(err, httpx.LocalProtocolError):
+            return "the request could not be sent (LocalProtocolError)"
+        if isinstance(err, httpx.TimeoutException):
+            return f"no answer within {min(_TIMEOUT_SECONDS, self._deadline):g} s ({type(err).__name__})"
+        text = str(err) or type(err).__name__
+        for secret in self._secrets:
+            text = text.replace(secret, "[redacted]")
+        return text
 
 
-def _message(response: httpx.Response) -> str:
+def _sendable(headers: Mapping[str, str]) -> None:
+    """Refuse a header value HTTP cannot carry before it is sent (httpx's error would quote it)."""
+    for name, value in headers.items():
+        if not all(" " <= char <= "~" for char in value):
+            raise CannotRead(f"the kubeconfig's {name} header holds characters HTTP cannot carry")
+
+
+def _message(answer: _Answer) -> str:
     try:
-        body = response.json()
-        message = body.get("message") if isinstance(body, dict) else None
-    except ValueError:
-        message = None
-    return str(message or response.reason_phrase)[:_MESSAGE_CHARS]
+        body = parse_json(answer.body, "the answer")
+    except Hostile:
+        body = None
+    message = body.get("message") if isinstance(body, dict) else None
+    return str(message or answer.reason)[:_MESSAGE_CHARS]

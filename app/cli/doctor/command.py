@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import sys
+from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -21,6 +22,8 @@ if TYPE_CHECKING:
     from app.cli.doctor.snapshot import Snapshot
 
 # The modules that read the cluster are imported when doctor runs: building the parser must stay cheap.
+# A file for --load: at most 10 pages of Pods and the rest, trimmed (no managedFields) as --save writes them.
+SNAPSHOT_BYTES = 256 * 1024 * 1024
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -60,12 +63,12 @@ def run(args: argparse.Namespace) -> int:
         return EXIT_OK
     try:
         snap = _snapshot(args)
+        if args.save:
+            Path(args.save).write_text(json.dumps(snap.to_json(), indent=1, sort_keys=True) + "\n")
     except (CannotRead, KubeconfigError, OSError, ValueError) as err:
         _cannot_read(args, err)
         return EXIT_UNUSABLE
-    if args.save:
-        Path(args.save).write_text(json.dumps(snap.to_json(), indent=1, sort_keys=True) + "\n")
-    diagnosis = diagnose(snap)
+    diagnosis = _printable(diagnose(snap))
     if args.output == "json":
         print(json.dumps(diagnosis.as_dict(), indent=2))
     else:
@@ -78,12 +81,14 @@ def _snapshot(args: argparse.Namespace) -> Snapshot:
     from app.cli.doctor.gather import gather
     from app.cli.doctor.kubeconfig import load
     from app.cli.doctor.snapshot import Snapshot
+    from app.cli.doctor.untrusted import parse_json, read_file
+    from app.kube.depth import MAX_DEPTH
 
     if args.load:
-        data = json.loads(Path(args.load).read_text())
-        if not isinstance(data, dict):
-            raise ValueError(f"{args.load}: not a snapshot written by --save")
-        return Snapshot.from_json(data)
+        raw = read_file(Path(args.load), SNAPSHOT_BYTES, "--load")
+        # A snapshot holds the MPIJob one level below its top: the hook's limit, plus that level.
+        data = parse_json(raw, f"--load {args.load}", MAX_DEPTH + 1)
+        return Snapshot.from_json(data, f"--load {args.load}: not a snapshot written by --save")
     if not args.name:
         raise ValueError("give the MPIJob's NAME")
     connection = load(args.kubeconfig, args.context)
@@ -96,16 +101,39 @@ def _snapshot(args: argparse.Namespace) -> Snapshot:
 
 
 def _cannot_read(args: argparse.Namespace, err: Exception) -> None:
-    permission = getattr(err, "permission", "")
+    from app.cli.doctor.untrusted import printable
+
+    permission = printable(getattr(err, "permission", ""))
     if args.output == "json":
-        print(json.dumps({"error": str(err), "permission": permission or None}, indent=2))
-    print(f"mpijob doctor: {err}", file=sys.stderr)
+        print(json.dumps({"error": printable(err), "permission": permission or None}, indent=2))
+    print(f"mpijob doctor: {printable(err)}", file=sys.stderr)
     if permission:
         print(
             "mpijob doctor: it needs get and list on the job's objects in the namespace; the Role in"
             " docs/troubleshooting.md grants exactly that",
             file=sys.stderr,
         )
+
+
+def _printable(diagnosis: Diagnosis) -> Diagnosis:
+    """Every string of the verdict as one safe line: most quote the server (messages, Events, logs)."""
+    from app.cli.doctor.untrusted import printable
+
+    problem = diagnosis.problem
+    if problem is not None:
+        problem = replace(
+            problem,
+            summary=printable(problem.summary),
+            evidence=tuple(printable(line) for line in problem.evidence),
+            fix=printable(problem.fix),
+        )
+    return replace(
+        diagnosis,
+        job=printable(diagnosis.job),
+        stage=printable(diagnosis.stage),
+        waiting_for=printable(diagnosis.waiting_for),
+        problem=problem,
+    )
 
 
 def _print_text(diagnosis: Diagnosis) -> None:

@@ -6,43 +6,98 @@ from typing import Any
 
 from app.api.types import API_VERSION
 from app.children.podgroup import SCHEDULER_PLUGINS_GROUP_LABEL, VOLCANO_GROUP_ANNOTATION
+from app.cli.doctor import shapes
 from app.cli.doctor.client import CannotRead, Read, Reader
+from app.cli.doctor.shapes import MPIJOB, Required
 from app.cli.doctor.snapshot import Snapshot, newest_launcher_pod
+from app.cli.doctor.untrusted import Hostile, printable
 from app.kube import names
 from app.kube.gang import PODGROUP_API_VERSIONS
 from app.kube.gang import RESOURCE as PODGROUPS
+from app.kube.request import ObservedJob, ObservedPod
 
 LOG_LINES = 40
 # How a Pod names its PodGroup: Volcano's annotation, scheduler-plugins' label.
 GROUP_MARKS = (VOLCANO_GROUP_ANNOTATION, SCHEDULER_PLUGINS_GROUP_LABEL)
+# The kinds each read may answer with (an object that names another kind is refused).
+_KINDS = {
+    "mpijobs.kubeflow.org": ("MPIJob",),
+    "jobs.batch": ("Job",),
+    "services": ("Service",),
+    "secrets": ("PartialObjectMetadata", "Secret"),
+    "configmaps": ("ConfigMap",),
+    **{f"{PODGROUPS}.{version.split('/')[0]}": ("PodGroup",) for version in PODGROUP_API_VERSIONS},
+}
 _DROPPED_ANNOTATIONS = (names.LAST_APPLIED_ANNOTATION, "kubectl.kubernetes.io/last-applied-configuration")
 
 
 def gather(reader: Reader, namespace: str, name: str, now: str) -> Snapshot:
+    """Every read, each answer checked against the shape the checks read (``shapes.py``) as it comes in: a
+    hostile answer is ``CannotRead`` naming the read and the field."""
+    try:
+        return _gather(reader, namespace, name, now)
+    except Hostile as err:
+        raise CannotRead(str(err)) from None
+
+
+def _gather(reader: Reader, namespace: str, name: str, now: str) -> Snapshot:
     snap = Snapshot(namespace, name, now)
     core, batch = f"/api/v1/namespaces/{namespace}", f"/apis/batch/v1/namespaces/{namespace}"
     mpijobs = f"/apis/{API_VERSION}/namespaces/{namespace}/mpijobs"
-    snap.job = _trim(reader.json(Read("get", "mpijobs.kubeflow.org", namespace, f"{mpijobs}/{name}")))
+    snap.job = _object(reader, Read("get", "mpijobs.kubeflow.org", namespace, f"{mpijobs}/{name}"), MPIJOB)
     if snap.job is None:
         snap.served = (
             reader.json(Read("get", "the MPIJob API", namespace, f"/apis/{API_VERSION}")) is not None
         )
         return snap
-    launcher = names.launcher_name(name)
-    snap.launcher = _trim(reader.json(Read("get", "jobs.batch", namespace, f"{batch}/jobs/{launcher}")))
+    launcher = Read("get", "jobs.batch", namespace, f"{batch}/jobs/{names.launcher_name(name)}")
+    snap.launcher = _object(reader, launcher, shapes.OBJECT, ObservedJob)
     selector = {"labelSelector": f"{names.JOB_NAME_LABEL}={name}"}
-    pods = reader.items(Read("list", "pods", namespace, f"{core}/pods", selector))
-    snap.pods = [p for pod in pods if (p := _trim(pod)) is not None]
-    snap.service = _trim(reader.json(Read("get", "services", namespace, f"{core}/services/{name}")))
+    snap.pods = _items(reader, Read("list", "pods", namespace, f"{core}/pods", selector), shapes.POD)
+    snap.service = _object(
+        reader, Read("get", "services", namespace, f"{core}/services/{name}"), shapes.OBJECT
+    )
     secret = Read("get", "secrets", namespace, f"{core}/secrets/{names.ssh_secret_name(name)}")
-    snap.secret = _metadata_only(reader.json(secret, metadata_only=True))
+    snap.secret = _metadata_only(_object(reader, secret, shapes.OBJECT, metadata_only=True))
     configmap = Read("get", "configmaps", namespace, f"{core}/configmaps/{names.config_name(name)}")
-    snap.config = _trim(reader.json(configmap))
+    snap.config = _object(reader, configmap, shapes.CONFIGMAP)
     snap.podgroups = _podgroups(reader, namespace, name, snap.pods)
-    events = reader.items(Read("list", "events", namespace, f"{core}/events"))
+    events = _items(reader, Read("list", "events", namespace, f"{core}/events"), shapes.EVENT)
     snap.events = _events_about(events, name, snap.pods)
     snap.logs = _logs(reader, namespace, snap.pods)
     return snap
+
+
+def _object(
+    reader: Reader,
+    read: Read,
+    shape: object,
+    decoded_as: type[ObservedJob] | None = None,
+    *,
+    metadata_only: bool = False,
+) -> dict[str, Any] | None:
+    """One object, checked (its kind, when it says one, and the shape the checks read), then trimmed."""
+    obj = reader.json(read, metadata_only=metadata_only)
+    if obj is None:
+        return None
+    where = f"the API server's answer to GET {read.path}"
+    kind, wanted = obj.get("kind"), _KINDS[read.resource]
+    if kind is not None and kind not in wanted:
+        raise Hostile(f"{where}: a {printable(kind, 60)} where a {wanted[0]} should be")
+    shapes.check(obj, shape, where)
+    if decoded_as is not None:
+        shapes.as_the_hook_reads(obj, decoded_as, where)
+    return _trim(obj)
+
+
+def _items(reader: Reader, read: Read, shape: object) -> list[dict[str, Any]]:
+    where = f"the API server's answer to LIST {read.path}"
+    items = reader.items(read)
+    for index, item in enumerate(items):
+        shapes.check(item, Required(shape), where, f"items[{index}]")
+        if shape is shapes.POD:
+            shapes.as_the_hook_reads(item, ObservedPod, f"{where}: items[{index}]")
+    return [_trim(item) or {} for item in items]
 
 
 def _trim(obj: dict[str, Any] | None) -> dict[str, Any] | None:
@@ -78,13 +133,13 @@ def _podgroups(reader: Reader, namespace: str, name: str, pods: list[dict[str, A
         group = api_version.split("/")[0]
         path = f"/apis/{api_version}/namespaces/{namespace}/{PODGROUPS}/{names.podgroup_name(name)}"
         try:
-            podgroup = reader.json(Read("get", f"{PODGROUPS}.{group}", namespace, path))
+            podgroup = _object(reader, Read("get", f"{PODGROUPS}.{group}", namespace, path), shapes.OBJECT)
         except CannotRead as err:
             if not err.permission or _uses_a_podgroup(pods):
                 raise
             continue
         if podgroup is not None:
-            found.append(_trim(podgroup) or {})
+            found.append(podgroup)
     return found
 
 

@@ -5,19 +5,18 @@ or context wins, as kubectl merges them), else ``~/.kube/config``, else the Pod'
 running inside a cluster. Which: ``--context``, else ``current-context``. What is supported: the server and
 its CA (file or data), ``insecure-skip-tls-verify``, ``tls-server-name``, ``proxy-url``; the user's token
 (or ``tokenFile``), client certificate and key (files or data), username and password, and exec
-credential plugins (``client.authentication.k8s.io/v1`` and ``v1beta1``: a token or a client certificate,
-``KUBERNETES_EXEC_INFO`` set as kubectl sets it). ``auth-provider`` (removed from kubectl in 1.26) is refused
-with the plugin to use instead. Relative paths are relative to the file that holds them.
+credential plugins (``execplugin.py``). ``auth-provider`` (removed from kubectl in 1.26) is refused with the
+plugin to use instead. Relative paths are relative to the file that holds them.
+
+A kubeconfig is read as hostile: every file it names is read bounded, a token must be visible ASCII, and no
+error quotes a credential or anything read from a file that holds one (it names the file and the problem).
 """
 
 from __future__ import annotations
 
 import base64
-import json
 import os
 import ssl
-import subprocess
-import sys
 import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
@@ -26,9 +25,15 @@ from typing import Any
 
 import yaml
 
+from app.cli.doctor import execplugin
+from app.cli.doctor.untrusted import Hostile, bearer_token, read_file
+
 _SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-_EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
-_EXEC_TIMEOUT_SECONDS = 120
+# Bounds on the files a kubeconfig names: a token is a few hundred bytes to a few KiB (a JWT with many
+# claims), a PEM bundle a few KiB to a few hundred; a kubeconfig itself, some KiB per cluster.
+TOKEN_FILE_BYTES = 8 * 1024
+_PEM_FILE_BYTES = 1024 * 1024
+_KUBECONFIG_BYTES = 16 * 1024 * 1024
 
 
 class KubeconfigError(Exception):
@@ -63,6 +68,13 @@ def load(
     path: str | None = None, context: str | None = None, environ: Mapping[str, str] | None = None
 ) -> Connection:
     environ = os.environ if environ is None else environ
+    try:
+        return _load(path, context, environ)
+    except (Hostile, execplugin.PluginError) as err:
+        raise KubeconfigError(str(err)) from None
+
+
+def _load(path: str | None, context: str | None, environ: Mapping[str, str]) -> Connection:
     files = _files(path, environ)
     if not files:
         if environ.get("KUBERNETES_SERVICE_HOST"):
@@ -79,19 +91,26 @@ def load(
     user, user_dir = (
         _named(merged.users, ctx.get("user"), "user", name) if ctx.get("user") else ({}, cluster_dir)
     )
-    server = str(cluster.get("server") or "")
+    server = _string(cluster, "server", name)
     if not server:
         raise KubeconfigError(f"context {name!r}: its cluster has no server")
     credentials = _credentials(user, user_dir, cluster, name)
     return Connection(
         server=server.rstrip("/"),
         context=name,
-        namespace=str(ctx.get("namespace") or "default"),
+        namespace=_string(ctx, "namespace", name) or "default",
         verify=_tls(cluster, cluster_dir, credentials.cert),
         headers=credentials.headers,
-        proxy=cluster.get("proxy-url") or None,
-        server_name=cluster.get("tls-server-name") or None,
+        proxy=_string(cluster, "proxy-url", name) or None,
+        server_name=_string(cluster, "tls-server-name", name) or None,
     )
+
+
+def _string(entry: dict[str, Any], key: str, context: str) -> str:
+    value = entry.get(key)
+    if value is not None and not isinstance(value, str):
+        raise KubeconfigError(f"context {context!r}: {key} is not a string")
+    return value or ""
 
 
 def _files(path: str | None, environ: Mapping[str, str]) -> list[Path]:
@@ -109,22 +128,38 @@ def _files(path: str | None, environ: Mapping[str, str]) -> list[Path]:
 def _merge(files: list[Path]) -> _Merged:
     merged = _Merged()
     for file in files:
-        try:
-            config = yaml.safe_load(file.read_text()) or {}
-        except (OSError, yaml.YAMLError) as err:
-            raise KubeconfigError(f"{file}: not a readable kubeconfig ({type(err).__name__})") from None
-        if not isinstance(config, dict):
-            raise KubeconfigError(f"{file}: not a kubeconfig (not a mapping)")
+        config = _read_kubeconfig(file)
         merged.current = merged.current or str(config.get("current-context") or "")
         directory = file.resolve().parent
         for key, kind, into in (("clusters", "cluster", merged.clusters), ("users", "user", merged.users)):
-            for entry in config.get(key) or []:
-                if isinstance(entry, dict) and isinstance(entry.get(kind), dict):
+            for entry in _entries(config, key, file):
+                if isinstance(entry.get(kind), dict):
                     into.setdefault(str(entry.get("name")), (entry[kind], directory))
-        for entry in config.get("contexts") or []:
-            if isinstance(entry, dict) and isinstance(entry.get("context"), dict):
+        for entry in _entries(config, "contexts", file):
+            if isinstance(entry.get("context"), dict):
                 merged.contexts.setdefault(str(entry.get("name")), entry["context"])
     return merged
+
+
+def _read_kubeconfig(file: Path) -> dict[str, Any]:
+    """One kubeconfig file, parsed by PyYAML's safe loader (bounded, nesting too deep refused)."""
+    text = read_file(file, _KUBECONFIG_BYTES, "kubeconfig")
+    try:
+        config = yaml.safe_load(text) or {}
+    except yaml.YAMLError as err:
+        raise KubeconfigError(f"{file}: not a readable kubeconfig ({type(err).__name__})") from None
+    except RecursionError:
+        raise KubeconfigError(f"{file}: not a readable kubeconfig (nested too deep)") from None
+    if not isinstance(config, dict):
+        raise KubeconfigError(f"{file}: not a kubeconfig (not a mapping)")
+    return config
+
+
+def _entries(config: dict[str, Any], key: str, file: Path) -> list[dict[str, Any]]:
+    entries = config.get(key) or []
+    if not isinstance(entries, list):
+        raise KubeconfigError(f"{file}: {key} is not a list")
+    return [entry for entry in entries if isinstance(entry, dict)]
 
 
 def _named(
@@ -147,22 +182,45 @@ def _credentials(
     user: dict[str, Any], directory: Path, cluster: dict[str, Any], context: str
 ) -> _Credentials:
     if user.get("auth-provider"):
-        provider = (user["auth-provider"] or {}).get("name", "?")
+        provider = user["auth-provider"]
+        name = provider.get("name", "?") if isinstance(provider, dict) else "?"
         raise KubeconfigError(
-            f"context {context!r}: auth-provider {provider!r} is not supported (kubectl dropped it in 1.26):"
+            f"context {context!r}: auth-provider {name!r} is not supported (kubectl dropped it in 1.26):"
             " use the provider's exec plugin (e.g. gke-gcloud-auth-plugin, kubelogin)"
         )
     if isinstance(user.get("exec"), dict):
-        return _exec_plugin(user["exec"], cluster, context)
+        return _exec_plugin(user["exec"], directory, cluster, context)
     cert = _pem(user, "client-certificate", directory), _pem(user, "client-key", directory)
     client_cert = (cert[0], cert[1]) if cert[0] and cert[1] else None
-    token = user.get("token") or _read(user.get("tokenFile"), directory)
+    token = _token(user, directory, context)
     if token:
-        return _Credentials({"Authorization": f"Bearer {str(token).strip()}"}, client_cert)
-    if user.get("username") and user.get("password"):
-        basic = base64.b64encode(f"{user['username']}:{user['password']}".encode()).decode()
+        return _Credentials({"Authorization": f"Bearer {token}"}, client_cert)
+    username, password = user.get("username"), user.get("password")
+    if username and password:
+        if not isinstance(username, str) or not isinstance(password, str):
+            raise KubeconfigError(f"context {context!r}: username and password must be strings")
+        basic = base64.b64encode(f"{username}:{password}".encode()).decode()
         return _Credentials({"Authorization": f"Basic {basic}"}, client_cert)
     return _Credentials({}, client_cert)
+
+
+def _token(user: dict[str, Any], directory: Path, context: str) -> str | None:
+    """The user's ``token``, else its ``tokenFile``'s content; never quoted in an error."""
+    inline, path = user.get("token"), user.get("tokenFile")
+    if inline:
+        if not isinstance(inline, str):
+            raise KubeconfigError(f"context {context!r}: the user's token is not a string")
+        return bearer_token(inline, f"context {context!r}: the user's token")
+    if not path:
+        return None
+    file = _path(path, directory, "tokenFile")
+    return bearer_token(read_file(file, TOKEN_FILE_BYTES, "tokenFile"), f"tokenFile {file}")
+
+
+def _path(value: Any, directory: Path, key: str) -> Path:
+    if not isinstance(value, str):
+        raise KubeconfigError(f"{key} is not a path")
+    return directory / value
 
 
 def _pem(entry: dict[str, Any], key: str, directory: Path) -> bytes | None:
@@ -173,75 +231,26 @@ def _pem(entry: dict[str, Any], key: str, directory: Path) -> bytes | None:
             return base64.b64decode(str(data), validate=True)
         except ValueError:
             raise KubeconfigError(f"{key}-data is not base64") from None
-    text = _read(entry.get(key), directory)
-    return text.encode() if text is not None else None
-
-
-def _read(path: Any, directory: Path) -> str | None:
-    if not path:
+    if not entry.get(key):
         return None
-    file = directory / str(path)
-    try:
-        return file.read_text()
-    except OSError as err:
-        raise KubeconfigError(f"cannot read {file}: {err.strerror}") from None
+    return read_file(_path(entry[key], directory, key), _PEM_FILE_BYTES, key)
 
 
-def _exec_plugin(spec: dict[str, Any], cluster: dict[str, Any], context: str) -> _Credentials:
+def _exec_plugin(
+    spec: dict[str, Any], directory: Path, cluster: dict[str, Any], context: str
+) -> _Credentials:
     """Run the credential plugin as kubectl does and take its token or client certificate."""
-    api_version = spec.get("apiVersion")
-    if api_version not in _EXEC_API_VERSIONS:
-        raise KubeconfigError(f"context {context!r}: exec apiVersion {api_version!r} is not supported")
-    interactive = spec.get("interactiveMode", "IfAvailable") != "Never" and sys.stdin.isatty()
-    info: dict[str, Any] = {"interactive": interactive}
-    if spec.get("provideClusterInfo"):
-        info["cluster"] = {k: v for k, v in cluster.items() if k != "extensions"}
-    environ = dict(os.environ)
-    environ.update(
-        {str(e.get("name")): str(e.get("value")) for e in spec.get("env") or [] if isinstance(e, dict)}
-    )
-    environ["KUBERNETES_EXEC_INFO"] = json.dumps(
-        {"apiVersion": api_version, "kind": "ExecCredential", "spec": info}
-    )
-    command = [str(spec.get("command") or ""), *map(str, spec.get("args") or [])]
-    output = _run_plugin(command, environ, interactive, spec.get("installHint"))
-    status = output.get("status") if isinstance(output, dict) else None
-    if not isinstance(status, dict):
-        raise KubeconfigError(f"exec plugin {command[0]} printed no ExecCredential status")
-    if status.get("token"):
-        return _Credentials({"Authorization": f"Bearer {status['token']}"})
-    if status.get("clientCertificateData") and status.get("clientKeyData"):
-        return _Credentials(
-            {}, (str(status["clientCertificateData"]).encode(), str(status["clientKeyData"]).encode())
-        )
-    raise KubeconfigError(f"exec plugin {command[0]} gave neither a token nor a client certificate")
-
-
-def _run_plugin(command: list[str], environ: dict[str, str], interactive: bool, hint: Any) -> Any:
-    try:
-        done = subprocess.run(
-            command,
-            env=environ,
-            stdin=None if interactive else subprocess.DEVNULL,
-            capture_output=True,
-            timeout=_EXEC_TIMEOUT_SECONDS,
-            check=False,
-        )
-    except FileNotFoundError:
-        raise KubeconfigError(
-            f"exec plugin {command[0]!r} not found" + (f": {hint}" if hint else "")
-        ) from None
-    except subprocess.TimeoutExpired:
-        raise KubeconfigError(
-            f"exec plugin {command[0]} did not answer in {_EXEC_TIMEOUT_SECONDS}s"
-        ) from None
-    if done.returncode != 0:
-        last = (done.stderr.decode(errors="replace").strip().splitlines() or ["no message"])[-1][:200]
-        raise KubeconfigError(f"exec plugin {command[0]} exited with code {done.returncode}: {last}")
-    try:
-        return json.loads(done.stdout)
-    except ValueError:
-        raise KubeconfigError(f"exec plugin {command[0]} printed something other than JSON") from None
+    plugin = execplugin.plugin(spec, directory, context)
+    info = {k: v for k, v in cluster.items() if k != "extensions"} if spec.get("provideClusterInfo") else None
+    status = execplugin.run(plugin, info)
+    name = plugin.command[0]
+    token = execplugin.token(status, name)
+    if token:
+        return _Credentials({"Authorization": f"Bearer {token}"})
+    cert, key = status.get("clientCertificateData"), status.get("clientKeyData")
+    if isinstance(cert, str) and isinstance(key, str) and cert and key:
+        return _Credentials({}, (cert.encode(), key.encode()))
+    raise KubeconfigError(f"exec plugin {name} gave neither a token nor a client certificate")
 
 
 def _tls(cluster: dict[str, Any], directory: Path, cert: tuple[bytes, bytes] | None) -> ssl.SSLContext | bool:
@@ -252,12 +261,19 @@ def _tls(cluster: dict[str, Any], directory: Path, cert: tuple[bytes, bytes] | N
         context.check_hostname = False
         context.verify_mode = ssl.CERT_NONE
     else:
-        ca = _pem(cluster, "certificate-authority", directory)
-        # No CA given: the system's, as kubectl.
-        context = ssl.create_default_context(cadata=ca.decode() if ca else None)
+        context = _verifying(_pem(cluster, "certificate-authority", directory))
     if cert is not None:
         _load_client_cert(context, *cert)
     return context
+
+
+def _verifying(ca: bytes | None) -> ssl.SSLContext:
+    """A context that checks the server against ``ca``; no CA given: the system's, as kubectl."""
+    try:
+        return ssl.create_default_context(cadata=ca.decode("ascii") if ca else None)
+    except (ssl.SSLError, ValueError) as err:
+        why = err.reason if isinstance(err, ssl.SSLError) else "not PEM text"
+        raise KubeconfigError(f"the cluster's certificate-authority cannot be used ({why})") from None
 
 
 def _load_client_cert(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
@@ -276,13 +292,9 @@ def _load_client_cert(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
 def _in_cluster(environ: Mapping[str, str]) -> Connection:
     """The Pod's service account, as client-go's in-cluster configuration."""
     host, port = environ["KUBERNETES_SERVICE_HOST"], environ.get("KUBERNETES_SERVICE_PORT", "443")
-    try:
-        token = (_SERVICE_ACCOUNT / "token").read_text().strip()
-        namespace = (_SERVICE_ACCOUNT / "namespace").read_text().strip()
-    except OSError as err:
-        raise KubeconfigError(
-            f"in a cluster, but the service account cannot be read: {err.strerror}"
-        ) from None
+    token_file = _SERVICE_ACCOUNT / "token"
+    token = bearer_token(read_file(token_file, TOKEN_FILE_BYTES, "token"), f"token {token_file}")
+    namespace = read_file(_SERVICE_ACCOUNT / "namespace", 256, "namespace").decode(errors="replace").strip()
     context = ssl.create_default_context(cafile=str(_SERVICE_ACCOUNT / "ca.crt"))
     host = f"[{host}]" if ":" in host else host
     return Connection(

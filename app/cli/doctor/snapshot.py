@@ -10,6 +10,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from app.cli.doctor import shapes
 from app.kube import names
 
 
@@ -38,8 +39,10 @@ class Snapshot:
         return asdict(self)
 
     @classmethod
-    def from_json(cls, data: dict[str, Any]) -> Snapshot:
-        known = {key: data[key] for key in cls.__dataclass_fields__ if key in data}
+    def from_json(cls, data: Any, where: str = "the snapshot") -> Snapshot:
+        """What ``to_json`` wrote, or ``Hostile`` naming ``where`` and the field that is not of its shape."""
+        shapes.snapshot(data, where)
+        known = {key: data[key] for key in cls.__dataclass_fields__ if data.get(key) is not None}
         return cls(**known)
 
 
@@ -47,6 +50,6 @@ def newest_launcher_pod(pods: list[dict[str, Any]]) -> dict[str, Any] | None:
     launchers = [
         p
         for p in pods
-        if (p.get("metadata") or {}).get("labels", {}).get(names.JOB_ROLE_LABEL) == names.LAUNCHER
+        if ((p.get("metadata") or {}).get("labels") or {}).get(names.JOB_ROLE_LABEL) == names.LAUNCHER
     ]
     return max(launchers, key=lambda p: str(p["metadata"].get("creationTimestamp") or ""), default=None)
