@@ -122,6 +122,11 @@ class Settings(BaseSettings):
     job_info_ttl_seconds: float = Field(
         default=7200.0, gt=0, description="mpi_operator_job_info drops a job not synced for this long."
     )
+    job_info_max_series: int = Field(
+        default=5000,
+        ge=1,
+        description="mpi_operator_job_info keeps at most this many jobs, dropping the least recently synced.",
+    )
     metrics_port: int = Field(
         default=0,
         ge=0,

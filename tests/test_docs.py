@@ -139,6 +139,8 @@ def replay(page: Path, before: str, state: Page) -> None:
         if background_serve(command):
             start_server(command, state)
             continue
+        if private_file(command, state):
+            continue
         command = local_ports(command, state)
         stages, _, redirects = split(command)
         if stages[0][0] == "mpijob" and redirects:
@@ -333,11 +335,33 @@ def _flag_values(args: list[str]) -> list[tuple[str, str]]:
     return pairs
 
 
+PRIVATE_FILE = re.compile(r"^\(umask 077 && (python3 -c .*)\)$")
+
+
+def private_file(command: str, page: Page) -> bool:
+    """``(umask 077 && python3 -c '...' > FILE)``: run by bash as a reader would; FILE must be mode 0600
+    (a caller token readable by others is a leaked token). False for any other command."""
+    match = PRIVATE_FILE.match(command.strip())
+    if not match:
+        return False
+    _, _, redirects = split(match.group(1))
+    assert len(redirects) == 1, f"python3 -c on a page writes one file: {command}"
+    done = subprocess.run(["bash", "-c", command], cwd=page.directory, capture_output=True, text=True,
+                          timeout=60, check=False)  # fmt: skip
+    assert done.returncode == 0, f"{command}: {done.stderr[-300:]}"
+    mode = (page.directory / redirects[0]).stat().st_mode & 0o777
+    assert mode == 0o600, f"{command}: {redirects[0]} is mode {mode:o}, not 600"
+    return True
+
+
 def check_other(argv: list[str], page: Page, redirects: Sequence[str] = ()) -> None:
     """The tools a page may mention besides mpijob and kubectl, with what can be checked without them."""
     head = argv[:3]
     if head[:2] == ["python3", "-c"]:
         assert len(redirects) == 1, f"python3 -c on a page writes one file: {shlex.join(argv)}"
+        assert "token" not in redirects[0], (
+            f"{redirects[0]}: a token file is made private, (umask 077 && ...)"
+        )
         done = subprocess.run(argv, cwd=page.directory, capture_output=True, text=True, timeout=60,
                               check=False)  # fmt: skip
         assert done.returncode == 0, f"{shlex.join(argv)}: {done.stderr[-300:]}"
@@ -393,6 +417,8 @@ def reads_a_cluster(argv: list[str]) -> bool:
 
 
 def check_command(where: str, command: str, state: Page) -> None:
+    if private_file(command, state):
+        return
     stages, expected, redirects = split(command)
     if reads_a_cluster(stages[0]):
         assert len(stages) == 1, f"{where}: mpijob doctor is not piped here"
@@ -684,3 +710,14 @@ def test_curl_runs_against_the_pages_hook_on_its_real_port(tmp_path: Path) -> No
 def test_a_page_hook_that_cannot_start_fails(tmp_path: Path) -> None:
     with pytest.raises(AssertionError, match="MPI_OPERATOR_LOG_LEVEL"):
         start_server("MPI_OPERATOR_LOG_LEVEL=LOUD mpijob serve --port 8080 &", Page(tmp_path))
+
+
+def test_a_token_file_is_made_private_or_the_page_fails(tmp_path: Path) -> None:
+    page = Page(tmp_path)
+    make = "python3 -c 'import secrets; print(secrets.token_urlsafe(32))' > caller-token"
+    with pytest.raises(AssertionError, match="a token file is made private"):
+        check_command("page.md:1", make, page)
+    check_command("page.md:1", f"(umask 077 && {make})", page)
+    assert (tmp_path / "caller-token").stat().st_mode & 0o777 == 0o600
+    with pytest.raises(AssertionError, match="is mode 644, not 600"):  # a chmod after the umask undoes it
+        check_command("page.md:1", f"(umask 077 && {make} && chmod 644 caller-token)", page)

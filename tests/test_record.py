@@ -24,7 +24,8 @@ import pytest
 
 from app.kube.keys import random_keys
 from app.server import record
-from app.server.record import REDACTED, RequestRecorder, redact
+from app.server.record import RequestRecorder
+from app.server.redact import REDACTED, redact
 from app.settings import Settings, SettingsError, load_settings
 from tests import served
 
@@ -149,7 +150,9 @@ def test_a_lost_record_directory_costs_a_log_line_and_a_metric_not_a_sync(
     directory.mkdir()
     assert post(f"{hook.url}/sync", request)[0] == 200
     wait_for(lambda: len(records(directory)) == 1, "recording again")
-    wait_for(lambda: "recording requests again" in hook.log_text(), "the recovery line")
+    written = 'mpi_operator_hook_recorded_requests_total{result="written"}'
+    wait_for(lambda: metric(hook.url, written) == 1, "the written record, counted")
+    assert "recording requests again" not in hook.log_text()  # within the minute of the failure's line
 
 
 def test_a_body_that_is_not_json_is_answered_and_not_recorded(
@@ -295,3 +298,164 @@ def test_a_record_notes_only_the_settings_that_change_answers() -> None:
         "MPI_OPERATOR_CLUSTER_DOMAIN": "cluster.local",
         "MPI_OPERATOR_GANG_SCHEDULING": "volcano",
     }
+
+
+# --- refused requests, modes, depth, a full disk, the log throttle ----------------------------------------
+
+
+def test_a_refused_request_is_recorded_redacted_like_any_other(
+    recording_hook: tuple[served.Served, Path],
+) -> None:
+    hook, directory = recording_hook
+    request = json.loads((EXAMPLES / "running-job" / "request.json").read_text())
+    request["children"]["Secret.v1"]["default/pi-ssh"] = {"data": {"ssh-privatekey": CREDENTIAL, "n": 1}}
+    request["parent"]["apiVersion"] = "kubeflow.org/v1"  # refused: 400
+    request["parent"]["spec"]["env"] = [{"name": "GITHUB_PAT", "value": CREDENTIAL}]
+    assert post(f"{hook.url}/sync", json.dumps(request).encode())[0] == 400
+    wait_for(lambda: len(records(directory)) == 1, "the refused request's record")
+    (kept,) = records(directory)
+    assert json.loads((kept / "case.json").read_text())["status"] == 400
+    on_disk = b"".join(f.read_bytes() for f in kept.iterdir())
+    assert CREDENTIAL.encode() not in on_disk and REDACTED.encode() in on_disk
+
+
+@pytest.mark.parametrize("umask", [0o000, 0o022, 0o077])
+def test_records_are_private_whatever_the_umask(tmp_path: Path, umask: int) -> None:
+    old = os.umask(umask)
+    try:
+        rec = recorder(tmp_path, Counts())
+        rec.offer("sync", exchange("job"), 200, b"{}")
+        rec.stop()
+    finally:
+        os.umask(old)
+    (kept,) = records(tmp_path)
+    assert oct(kept.stat().st_mode & 0o777) == oct(0o700)
+    files = sorted(kept.iterdir())
+    assert [f.name for f in files] == ["case.json", "request.json", "response.json"]
+    assert {oct(f.stat().st_mode & 0o777) for f in files} == {oct(0o600)}
+
+
+def nested(levels: int) -> bytes:
+    """A sync request whose parent's pod template metadata nests ``levels`` deep in all."""
+    return b'{"parent": {"metadata": {"name": "deep", "x": ' + b'{"a": ' * (levels - 3) + b"1" + b"}" * levels
+
+
+def test_a_request_nested_too_deep_is_not_recorded_at_all_and_the_next_one_is(tmp_path: Path) -> None:
+    counts = Counts()
+    rec = recorder(tmp_path, counts)
+    rec.offer("sync", nested(1000), 200, b"{}")
+    rec.offer("sync", nested(record.MAX_DEPTH + 1), 200, b"{}")
+    rec.offer("sync", nested(record.MAX_DEPTH), 200, b"{}")  # the deepest that is recorded
+    rec.offer("sync", exchange("next"), 200, b"{}")
+    rec.stop()
+    assert counts == {"skipped": 2, "written": 2}
+    assert sorted(p.name for p in tmp_path.iterdir() if p.name.startswith(".")) == []
+    deepest, last = records(tmp_path)
+    assert json.loads((deepest / "request.json").read_text())["parent"]["metadata"]["name"] == "deep"
+    assert last.name.endswith("-ns-next")
+
+
+class FullDisk:
+    """``write_private`` on a disk with room for ``room`` records: ENOSPC beyond, as the kernel says it."""
+
+    def __init__(self, directory: Path, room: int) -> None:
+        self.directory, self.room, self.calls = directory, room, 0
+        self.write = record.write_private
+
+    def __call__(self, path: Path, content: bytes) -> None:
+        self.calls += 1
+        if len(records(self.directory)) >= self.room:
+            raise OSError(28, "No space left on device")
+        self.write(path, content)
+
+
+def test_a_full_disk_drops_the_oldest_records_to_keep_the_newest(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setattr(record, "write_private", FullDisk(tmp_path, room=3))
+    counts = Counts()
+    rec = recorder(tmp_path, counts)
+    for index in range(6):
+        rec.offer("sync", exchange(f"job-{index}"), 200, b"{}")
+    rec.stop()
+    assert [p.name.rsplit("-", 1)[-1] for p in records(tmp_path)] == ["3", "4", "5"]
+    assert counts == {"written": 6, "pruned": 3}
+    assert [p.name for p in tmp_path.iterdir() if p.name.startswith(".")] == []
+
+
+def test_a_disk_full_of_other_files_loses_the_record_after_bounded_retries(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    disk = FullDisk(tmp_path, room=0)  # other files fill the disk: no write ever succeeds
+    monkeypatch.setattr(record, "write_private", disk)
+    for index in range(record.FULL_DISK_RETRIES + 5):  # records of its own to drop: more than the retries
+        (tmp_path / f"20260101T000000.{index:06d}Z-{index:06d}-sync-ns-old").mkdir()
+        (tmp_path / f"20260101T000000.{index:06d}Z-{index:06d}-sync-ns-old" / "case.json").write_text("{}")
+    counts = Counts()
+    rec = recorder(tmp_path, counts)
+    rec.offer("sync", exchange("new"), 200, b"{}")
+    rec.stop()
+    assert counts == {"pruned": record.FULL_DISK_RETRIES, "failed": 1}
+    assert disk.calls == record.FULL_DISK_RETRIES + 1
+    assert len(records(tmp_path)) == 5 and not any(p.name.startswith(".") for p in tmp_path.iterdir())
+
+
+@pytest.fixture
+def small_disk(tmp_path: Path) -> Iterator[Path]:
+    """A real 1 MiB tmpfs (root only), unmounted after the test."""
+    mount = tmp_path / "small"
+    mount.mkdir()
+    if os.geteuid() != 0:
+        pytest.skip("mounting a tmpfs needs root")
+    done = subprocess.run(["mount", "-t", "tmpfs", "-o", "size=1m", "tmpfs", str(mount)],
+                          capture_output=True, text=True, timeout=30, check=False)  # fmt: skip
+    if done.returncode != 0:
+        pytest.skip(f"cannot mount a tmpfs: {done.stderr.strip()[:200]}")
+    try:
+        yield mount
+    finally:
+        subprocess.run(["umount", str(mount)], capture_output=True, timeout=30, check=False)
+
+
+def test_a_real_full_disk_keeps_the_newest_records_whole(small_disk: Path) -> None:
+    counts = Counts()
+    rec = recorder(small_disk, counts)
+    for index in range(12):  # ~200 KB each: five fit in 1 MiB
+        rec.offer("sync", exchange(f"job-{index:02d}", pad=200_000), 200, b"{}")
+    rec.stop()
+    kept = records(small_disk)
+    assert kept[-1].name.endswith("-ns-job-11") and 2 <= len(kept) <= 5
+    assert all(
+        sorted(f.name for f in p.iterdir()) == ["case.json", "request.json", "response.json"] for p in kept
+    )
+    assert counts["written"] == 12 and counts["pruned"] == 12 - len(kept) and "failed" not in counts
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 0.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_the_log_throttle_writes_at_most_one_line_a_minute_and_counts_the_rest(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    clock = Clock()
+    throttle = record.LogThrottle(record.log, clock, directory="d")
+    caplog.set_level("INFO", logger=record.log.name)
+    for step in range(4000):  # 200 s of a recorder failing and recovering every other request
+        clock.now = step * 0.05
+        if step % 2:
+            throttle.success()
+        else:
+            throttle.failure(40, "request not recorded", "No space left on device")
+    for step in range(4000, 6000):  # then 100 s of successes only
+        clock.now = step * 0.05
+        throttle.success()
+    lines = [(getattr(r, "event", ""), getattr(r, "fields", {})["held_back"]) for r in caplog.records]
+    # One line at 0, 60, 120, 180 s (whatever came first), then the recovery at 240 s: 5 lines in 300 s.
+    assert lines == [("request not recorded", 0)] + [("request not recorded", 1199)] * 3 + [
+        ("recording requests again", 1199)
+    ]

@@ -22,6 +22,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
+from prometheus_client import generate_latest
 
 from app.core.sync import Outcome, SyncResult
 from app.server import logs
@@ -208,6 +209,32 @@ def test_job_info_drops_finished_and_forgotten_jobs() -> None:
     now[0] = 61.0
     metrics.expire()
     assert _series(metrics) == {"job1-launcher"}
+
+
+def _dropped(metrics: Metrics) -> float:
+    (line,) = [
+        line
+        for line in generate_latest(metrics.registry).decode().splitlines()
+        if line.startswith("mpi_operator_hook_job_info_dropped_series_total ")
+    ]
+    return float(line.split()[1])
+
+
+def test_job_info_keeps_at_most_its_bound_dropping_the_least_recently_synced() -> None:
+    now = [0.0]
+    metrics = Metrics(job_info_ttl=3600, job_info_max_series=100, clock=lambda: now[0])
+    for i in range(10_000):  # a flood of new jobs; job0, synced again now and then, stays
+        now[0] = float(i)
+        metrics.record_sync(_result(f"job{i}", launcher=True), 0.01)
+        if i % 50 == 0:
+            metrics.record_sync(_result("job0", launcher=True), 0.01)
+    series = _series(metrics)
+    assert series == {"job0-launcher"} | {f"job{i}-launcher" for i in range(9901, 10_000)}
+    assert _dropped(metrics) == 9900
+    exposed = generate_latest(metrics.registry).decode().splitlines()
+    assert sum(line.startswith("mpi_operator_job_info{") for line in exposed) == 100
+    metrics.record_sync(_result("job9999", launcher=True, finished=True), 0.01)  # gone by finishing
+    assert len(_series(metrics)) == 99 and _dropped(metrics) == 9900
 
 
 # --------------------------------------------------------------------------- the byte budget, in process

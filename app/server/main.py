@@ -101,7 +101,9 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
             "gang scheduling: one PodGroup per MPIJob (the overlay declares the child)",
             value=settings.gang_scheduling,
         )
-    metrics = Metrics(job_info_ttl=settings.job_info_ttl_seconds)
+    metrics = Metrics(
+        job_info_ttl=settings.job_info_ttl_seconds, job_info_max_series=settings.job_info_max_series
+    )
     hook = Hook(
         settings,
         keys or settings.key_source(),

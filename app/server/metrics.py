@@ -4,8 +4,9 @@ The counters move when a sync reports the matching transition (``Event``); Metac
 sync whose status write lagged, so treat them as upstream does its own: approximate, monotonic.
 
 Cardinality stays bounded: ``mpi_operator_job_info`` has a series only for jobs this replica synced
-within ``job_info_ttl`` seconds that still have a launcher and have not finished; every other label set
-is a fixed small set (hook, outcome, error kind). With several hook replicas each reports the jobs it
+within ``job_info_ttl`` seconds that still have a launcher and have not finished, and at most
+``job_info_max_series`` of them (a flood of jobs drops the least recently synced first); every other label
+set is a fixed small set (hook, outcome, error kind). With several hook replicas each reports the jobs it
 served, so a job may appear on more than one replica: aggregate with ``max by (namespace, launcher)``.
 """
 
@@ -49,11 +50,14 @@ class Metrics:
         registry: CollectorRegistry | None = None,
         *,
         job_info_ttl: float = 7200.0,
+        job_info_max_series: int = 5000,
         clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.registry = registry or CollectorRegistry()
         self.job_info_ttl = job_info_ttl
+        self.job_info_max_series = job_info_max_series
         self._clock = clock
+        # Least recently synced first (a sync moves its job to the end): the order the bound drops them in.
         self._job_seen: dict[tuple[str, str], float] = {}
         self._add_job_collectors()
         self._add_timing_collectors()
@@ -120,6 +124,11 @@ class Metrics:
             "mpi_operator_job_info",
             "Information about MPIJob",
             ["launcher", "namespace"],
+            registry=self.registry,
+        )
+        self.job_info_dropped = Counter(
+            "mpi_operator_hook_job_info_dropped_series",
+            "mpi_operator_job_info series dropped for the bound on series (the least recently synced job)",
             registry=self.registry,
         )
 
@@ -247,16 +256,23 @@ class Metrics:
         self._record_job(result)
 
     def _record_job(self, result: SyncResult) -> None:
-        """One series per live job: set while it has a launcher and is not finished, dropped after."""
+        """One series per live job: set while it has a launcher and is not finished, dropped after; past
+        ``job_info_max_series`` the least recently synced job's series goes."""
         launcher = result.launcher
         key = (launcher or names.launcher_name(result.name), result.namespace)
+        seen = self._job_seen.pop(key, None)
         if launcher is None or result.writes_finished:
-            if self._job_seen.pop(key, None) is not None:
+            if seen is not None:
                 self.job_info.remove(*key)
             return
-        if key not in self._job_seen:
+        if seen is None:
             self.job_info.labels(launcher=launcher, namespace=result.namespace).set(1)
         self._job_seen[key] = self._clock()
+        while len(self._job_seen) > self.job_info_max_series:
+            oldest = next(iter(self._job_seen))
+            del self._job_seen[oldest]
+            self.job_info.remove(*oldest)
+            self.job_info_dropped.inc()
 
     def expire(self) -> None:
         """Drop series of jobs not synced for ``job_info_ttl`` (deleted jobs are never synced again)."""

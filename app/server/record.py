@@ -4,23 +4,27 @@ Layout, shared by the recorder, ``examples/requests/`` and ``mpijob replay``: on
 named so that names sort oldest first, holding ``request.json`` (what Metacontroller posted),
 ``response.json`` (what the hook answered) and ``case.json`` (which hook, the HTTP status, the settings the
 answer depends on, the parts of the answer that vary between runs). A record appears whole or not at all:
-it is written under a dot-name and renamed.
+it is written under a dot-name and renamed. Folders are made 0700 and files 0600 whatever the umask: a
+record is as private as the MPIJobs it copies.
 
-Redaction happens before anything touches disk: every Secret's ``data`` and ``stringData`` values, every
-``env`` value whose name looks like a credential, and the same inside last-applied annotations (which
-copy whole objects). Request headers are never recorded.
+Redaction (``app.server.redact``) happens before anything touches disk, for refused requests as for
+answered ones. Request headers are never recorded. A body that is not a JSON object, or one nested deeper
+than ``MAX_DEPTH``, is not recorded at all (counted as skipped): no record is better than a partial one.
 
 Bounds: at most ``max_requests`` records and ``max_bytes`` on disk (records found at start-up count); to
 make room the oldest records are deleted, so the directory holds the most recent requests. A record larger
-than ``max_bytes`` alone is not written.
+than ``max_bytes`` alone is not written. A full disk (ENOSPC, EDQUOT) deletes the oldest records too, one
+per retry, at most ``FULL_DISK_RETRIES`` times.
 
 Off the sync's path: the endpoint hands a copy of the body and the answer to a small queue (bounded in
 requests and bytes) and returns; one thread redacts, encodes and writes. A full queue, a full disk or any
-other failure loses that record (logged, counted in ``mpi_operator_hook_recorded_requests``), never a sync.
+other failure loses that record (counted in ``mpi_operator_hook_recorded_requests``), never a sync; the
+recorder logs at most one line a minute (``LogThrottle``), which says how many it held back.
 """
 
 from __future__ import annotations
 
+import errno
 import itertools
 import logging
 import os
@@ -38,13 +42,14 @@ from typing import Any
 
 import orjson
 
+from app.kube import depth
 from app.server import logs
+from app.server.redact import redact
 
 log = logging.getLogger("mpi_operator_hook.record")
 
 REQUEST, RESPONSE, CASE = "request.json", "response.json", "case.json"
 HOOK_PATHS = {"sync": "/sync", "customize": "/customize"}
-REDACTED = "<redacted>"
 # The parts of an answer that differ from one run to the next, as ``mpijob replay`` patterns: segments
 # separated by dots; ``*`` is any key or list item, ``[kind=Secret]`` a list item whose ``kind`` is Secret.
 VOLATILE = (
@@ -55,54 +60,17 @@ VOLATILE = (
     "children.[kind=Secret].data",
     "children.[kind=Secret].stringData",
 )
-# An env var whose name says it holds a credential has its value redacted.
-CREDENTIAL_NAME = re.compile(
-    r"TOKEN|PASSW|SECRET|CREDENTIAL|API_?KEY|PRIVATE_?KEY|ACCESS_?KEY|AUTH|SESSION", re.IGNORECASE
-)
-LAST_APPLIED_SUFFIX = "last-applied-configuration"
 RECORD_NAME = re.compile(r"^\d{8}T\d{6}\.\d{6}Z-\d{6}-(sync|customize)-")
 QUEUE_REQUESTS = 32
 QUEUE_BYTES = 64 * 1024 * 1024
 FAILURE_LOG_SECONDS = 60.0
+# Nested deeper than this, a request is not recorded: redacting recurses, and orjson encodes 254 levels.
+MAX_DEPTH = 200
+FULL_DISK_RETRIES = 16
+FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
+FILE_MODE, FOLDER_MODE = 0o600, 0o700
 
 Endpoint = Callable[[bytes], Awaitable[tuple[int, bytes]]]
-
-
-# --- redaction -----------------------------------------------------------------------------------------
-
-
-def redact(value: Any) -> Any:
-    """``value`` (decoded JSON) with Secret data, credential-like env values and their copies in
-    last-applied annotations replaced by ``<redacted>``; keys are kept, so the shape replays the same."""
-    if isinstance(value, list):
-        return [redact(item) for item in value]
-    if not isinstance(value, dict):
-        return value
-    out = {key: redact(item) for key, item in value.items()}
-    if out.get("kind") == "Secret":
-        for field in ("data", "stringData"):
-            if isinstance(out.get(field), dict):
-                out[field] = dict.fromkeys(out[field], REDACTED)
-    if isinstance(out.get("name"), str) and "value" in out and CREDENTIAL_NAME.search(out["name"]):
-        out["value"] = REDACTED  # an env var (or any name/value pair) that names a credential
-    metadata = out.get("metadata")
-    if isinstance(metadata, dict) and isinstance(metadata.get("annotations"), dict):
-        annotations = metadata["annotations"]
-        for key, text in annotations.items():
-            if key.endswith(LAST_APPLIED_SUFFIX):
-                annotations[key] = _redact_embedded(text)
-    return out
-
-
-def _redact_embedded(text: object) -> str:
-    """A JSON object kept in an annotation, redacted and encoded again; anything else entirely."""
-    try:
-        inner = orjson.loads(text) if isinstance(text, str) else None
-    except orjson.JSONDecodeError:
-        inner = None
-    if not isinstance(inner, dict):
-        return REDACTED
-    return orjson.dumps(redact(inner)).decode()
 
 
 # --- what one record holds -------------------------------------------------------------------------------
@@ -148,14 +116,21 @@ def case_metadata(
     }
 
 
-def make_record(exchange: Exchange, sequence: int, settings: Mapping[str, str]) -> Record | None:
-    """The redacted record of ``exchange``; None when the request is not a JSON object (not redactable)."""
+class Unrecordable(Exception):
+    """Why an exchange is not recorded at all (counted as skipped, never written in part)."""
+
+
+def make_record(exchange: Exchange, sequence: int, settings: Mapping[str, str]) -> Record:
+    """The redacted record of ``exchange``; ``Unrecordable`` when it cannot be redacted whole: a request
+    that is not a JSON object (its raw bytes could hold anything) or is nested deeper than ``MAX_DEPTH``."""
+    if depth.deeper_than(exchange.request, MAX_DEPTH) or depth.deeper_than(exchange.answer, MAX_DEPTH):
+        raise Unrecordable(f"nested deeper than {MAX_DEPTH} levels")
     try:
         request = orjson.loads(exchange.request)
     except orjson.JSONDecodeError:
-        return None
+        request = None
     if not isinstance(request, dict):
-        return None
+        raise Unrecordable("the request is not a JSON object")
     try:
         answer = orjson.loads(exchange.answer)
     except orjson.JSONDecodeError:
@@ -184,6 +159,38 @@ def _safe(text: str) -> str:
     return re.sub(r"[^a-z0-9.-]", "_", text.lower())[:63].strip(".") or "_"
 
 
+# --- the log throttle --------------------------------------------------------------------------------------
+
+
+class LogThrottle:
+    """At most one line per ``FAILURE_LOG_SECONDS``, whatever goes wrong or right: a recorder that fails
+    and recovers on every other request would otherwise log twice per request. Each line says how many
+    were held back since the last one; every failure is counted in the metric all the same."""
+
+    def __init__(self, logger: logging.Logger, clock: Callable[[], float], **fields: str) -> None:
+        self._log, self._fields = logger, fields
+        self._throttle = logs.Throttle(FAILURE_LOG_SECONDS, clock)
+        self._lock = threading.Lock()  # failures come from the event loop (a full queue) and the writer
+        self.failing = False
+
+    def failure(self, level: int, what: str, reason: str) -> None:
+        """One failure: a line if the minute allows one, else one more held back."""
+        with self._lock:
+            self.failing = True
+            held_back = self._throttle.admit()
+        if held_back is not None:
+            logs.event(self._log, level, what, **self._fields, reason=reason, held_back=held_back)
+
+    def success(self) -> None:
+        """One success: after failures, ``recording requests again`` once the minute allows a line (until
+        then the recorder still counts as failing, so the line comes with the next success after it)."""
+        with self._lock:
+            if not self.failing or (held_back := self._throttle.admit()) is None:
+                return
+            self.failing = False
+        logs.event(self._log, logging.INFO, "recording requests again", **self._fields, held_back=held_back)
+
+
 # --- the recorder ------------------------------------------------------------------------------------------
 
 
@@ -198,6 +205,7 @@ class RequestRecorder:
         max_bytes: int,
         settings: Mapping[str, str],
         count: Callable[[str], None] = lambda result: None,
+        clock: Callable[[], float] = time.monotonic,
     ) -> None:
         self.directory = directory
         self.max_requests = max_requests
@@ -210,13 +218,12 @@ class RequestRecorder:
         self._sequence = itertools.count()
         self._kept: deque[tuple[Path, int]] = deque()
         self._kept_bytes = 0
-        self._last_failure_log = -FAILURE_LOG_SECONDS
-        self._failing = False
+        self._throttle = LogThrottle(log, clock, directory=str(directory))
         self._thread = threading.Thread(target=self._run, name="request-recorder", daemon=True)
         self._thread.start()
 
     def wrap(self, hook: str, endpoint: Endpoint) -> Endpoint:
-        """``endpoint``, recording each exchange after it answered."""
+        """``endpoint``, recording each exchange after it answered (refused ones too, redacted alike)."""
 
         async def recorded(body: bytes) -> tuple[int, bytes]:
             status, payload = await endpoint(body)
@@ -260,20 +267,24 @@ class RequestRecorder:
 
     def _skip(self, why: str) -> None:
         self._count("skipped")
-        self._log_failure(logging.WARNING, "request not recorded", why)
+        self._throttle.failure(logging.WARNING, "request not recorded", why)
 
     def _run(self) -> None:
         try:
             self._scan()
         except OSError as err:
-            self._log_failure(logging.ERROR, "cannot read the record directory", err.strerror or str(err))
+            self._throttle.failure(
+                logging.ERROR, "cannot read the record directory", err.strerror or str(err)
+            )
         while (exchange := self._queue.get()) is not None:
             try:
                 self._write(exchange)
-            except Exception as err:  # a full disk, a directory gone: lose this record, keep serving
+            except Unrecordable as err:
+                self._skip(str(err))
+            except Exception as err:  # a directory gone, a disk full of others' files: lose this record
                 self._count("failed")
                 reason = err.strerror if isinstance(err, OSError) and err.strerror else type(err).__name__
-                self._log_failure(logging.ERROR, "request not recorded", reason)
+                self._throttle.failure(logging.ERROR, "request not recorded", reason)
             finally:
                 self._release(len(exchange.request) + len(exchange.answer))
 
@@ -287,25 +298,35 @@ class RequestRecorder:
 
     def _write(self, exchange: Exchange) -> None:
         record = make_record(exchange, next(self._sequence), self.settings)
-        if record is None or record.size > self.max_bytes:
-            self._skip("the request is not a JSON object" if record is None else "larger than the byte bound")
-            return
+        if record.size > self.max_bytes:
+            raise Unrecordable("larger than the byte bound")
         self._make_room(record.size)
+        for retry in range(FULL_DISK_RETRIES + 1):
+            try:
+                final = self._write_files(record)
+                break
+            except OSError as err:
+                if err.errno not in FULL_DISK or retry == FULL_DISK_RETRIES or not self._kept:
+                    raise
+                self._drop_oldest()  # a full disk: the newest requests are worth more than the oldest
+        self._keep(final, record.size)
+        self._count("written")
+        self._throttle.success()
+
+    def _write_files(self, record: Record) -> Path:
+        """Write ``record`` under a dot-name, private, and rename it: whole or not at all."""
         partial = self.directory / f".record-{record.name}"
-        partial.mkdir()
+        partial.mkdir(FOLDER_MODE)
         try:
+            os.chmod(partial, FOLDER_MODE)  # mkdir's mode passes through the umask; the umask may be 0
             for name, content in record.files.items():
-                (partial / name).write_bytes(content)
+                write_private(partial / name, content)
             final = self.directory / record.name
             os.rename(partial, final)
         except BaseException:
             shutil.rmtree(partial, ignore_errors=True)
             raise
-        self._keep(final, record.size)
-        self._count("written")
-        if self._failing:
-            self._failing = False
-            logs.event(log, logging.INFO, "recording requests again", directory=str(self.directory))
+        return final
 
     def _keep(self, path: Path, size: int) -> None:
         self._kept.append((path, size))
@@ -316,15 +337,18 @@ class RequestRecorder:
         while self._kept and (
             len(self._kept) >= self.max_requests or self._kept_bytes + size > self.max_bytes
         ):
-            oldest, kept = self._kept.popleft()
-            shutil.rmtree(oldest, ignore_errors=True)
-            self._kept_bytes -= kept
-            self._count("pruned")
+            self._drop_oldest()
 
-    def _log_failure(self, level: int, what: str, reason: str) -> None:
-        """The first failure, then at most one line a minute while failures go on (each one is counted)."""
-        now = time.monotonic()
-        if self._failing and now - self._last_failure_log < FAILURE_LOG_SECONDS:
-            return
-        self._failing, self._last_failure_log = True, now
-        logs.event(log, level, what, directory=str(self.directory), reason=reason)
+    def _drop_oldest(self) -> None:
+        oldest, kept = self._kept.popleft()
+        shutil.rmtree(oldest, ignore_errors=True)
+        self._kept_bytes -= kept
+        self._count("pruned")
+
+
+def write_private(path: Path, content: bytes) -> None:
+    """A new file readable by its owner only, from its creation on (no moment at the umask's mode)."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, FILE_MODE)
+    with os.fdopen(fd, "wb") as out:
+        os.fchmod(fd, FILE_MODE)
+        out.write(content)
