@@ -293,7 +293,7 @@ def _serve(host: str, port: int, workers: int) -> int:
             raise
         print(f"mpijob: serve: cannot listen on {host}:{port} (the log above says why)", file=sys.stderr)
         return EXIT_CANNOT_SERVE
-    except OSError as err:  # the metrics port (prometheus_client binds it before uvicorn starts)
+    except OSError as err:  # the metrics port (bound before uvicorn starts)
         where = f"{host}:{settings.metrics_port}"
         print(f"mpijob: serve: cannot listen on {where} (metrics): {err.strerror}", file=sys.stderr)
         return EXIT_CANNOT_SERVE
@@ -308,13 +308,12 @@ def _run_server(settings: Any, host: str, port: int, workers: int) -> None:
     if not settings.metrics_port:
         uvicorn.run("app.server.main:app", host=host, port=port, workers=workers, **options)
         return
-    from prometheus_client import start_http_server
-
     from app.server.main import create_app, tune_gc
+    from app.server.metrics_port import serve_metrics
 
     application = create_app(settings)
     tune_gc()
-    start_http_server(settings.metrics_port, host, registry=application.hook.metrics.registry)
+    serve_metrics(host, settings.metrics_port, application.hook.metrics.registry)
     uvicorn.run(application, host=host, port=port, **options)
 
 
