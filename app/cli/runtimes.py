@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from app.api.child_names import is_dns1123_subdomain
 from app.cli.yamlio import InputError, load_documents, read_text, source_name
 from app.convert import trainer
 
@@ -34,7 +35,7 @@ _KINDS = {
     "clustertrainingruntimes": (trainer.CLUSTER_TRAINING_RUNTIME,),
 }
 _PLAIN_NAME = (trainer.TRAINING_RUNTIME, trainer.CLUSTER_TRAINING_RUNTIME)
-_FORMS = "NAME, trainingruntime/NAME or clustertrainingruntime/NAME"
+_FORMS = "NAME, trainingruntime/NAME or clustertrainingruntime/NAME (NAME a DNS subdomain)"
 
 
 def runtime_file(path: str) -> dict[str, Any]:
@@ -58,8 +59,8 @@ class RuntimeName:
     def parse(cls, text: str) -> RuntimeName:
         kind, slash, name = text.rpartition("/")
         kinds = _KINDS.get(kind.lower()) if slash else _PLAIN_NAME
-        if not kinds or not name:
-            raise InputError(f"--runtime {text[:120]}: no such file, and not a runtime's {_FORMS}")
+        if not kinds or not is_dns1123_subdomain(name):
+            raise InputError(f"--runtime {text[:120]!r}: no such file, and not a runtime's {_FORMS}")
         return cls(kinds, name)
 
 

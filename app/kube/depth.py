@@ -40,6 +40,20 @@ def deeper_than(raw: bytes, limit: int = MAX_DEPTH) -> bool:
     return bool(pairs)
 
 
+def first_too_deep(raw: bytes, limit: int = MAX_DEPTH) -> int | None:
+    """Where the first container deeper than ``limit`` opens (its offset in ``raw``), for a message's line."""
+    depth = 0
+    for match in _TOKEN.finditer(raw):
+        token = match.group()
+        if token in (b"{", b"["):
+            depth += 1
+            if depth > limit:
+                return match.start()
+        elif token in (b"}", b"]"):
+            depth -= 1
+    return None
+
+
 def _brackets(raw: bytes) -> bytes:
     """The brackets of ``raw`` outside its strings, as ``(`` and ``)``."""
     # A backslash in a string starts a two-byte escape: once ``\\`` and then ``\"`` are gone, every quote

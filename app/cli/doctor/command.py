@@ -14,6 +14,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.cli.arguments import namespace_name
 from app.cli.exits import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
 
 if TYPE_CHECKING:
@@ -44,7 +45,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def add_cluster_arguments(parser: argparse.ArgumentParser, namespace_help: str) -> None:
     """-n, --kubeconfig and --context, as kubectl has them: for every command that reads the cluster."""
-    parser.add_argument("-n", "--namespace", help=namespace_help)
+    parser.add_argument("-n", "--namespace", type=namespace_name, help=namespace_help)
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
     parser.add_argument("--context", help="kubeconfig context (default: its current-context)")
 
@@ -78,9 +79,10 @@ def _snapshot(args: argparse.Namespace) -> Snapshot:
     from app.cli.doctor.gather import gather
     from app.cli.doctor.kubeconfig import load
     from app.cli.doctor.snapshot import Snapshot
+    from app.cli.yamlio import load_json
 
     if args.load:
-        data = json.loads(Path(args.load).read_text())
+        data = load_json(args.load)
         if not isinstance(data, dict):
             raise ValueError(f"{args.load}: not a snapshot written by --save")
         return Snapshot.from_json(data)

@@ -26,6 +26,8 @@ from typing import Any
 
 import yaml
 
+from app.cli.yamlio import load_one
+
 _SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 _EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 _EXEC_TIMEOUT_SECONDS = 120
@@ -110,7 +112,7 @@ def _merge(files: list[Path]) -> _Merged:
     merged = _Merged()
     for file in files:
         try:
-            config = yaml.safe_load(file.read_text()) or {}
+            config = load_one(str(file)) or {}
         except (OSError, yaml.YAMLError) as err:
             raise KubeconfigError(f"{file}: not a readable kubeconfig ({type(err).__name__})") from None
         if not isinstance(config, dict):
