@@ -8,7 +8,6 @@ The rules live below (``app.api.child_names``, ``app.kube.gang``); these only wo
 from __future__ import annotations
 
 import argparse
-from pathlib import Path
 
 from app.api.child_names import DNS1123_LABEL_RULE, cluster_domain_setting, is_dns1123_label
 from app.kube.gang import gang_setting
@@ -40,9 +39,10 @@ def cluster_domain(text: str) -> str:
 def runtime(text: str) -> str:
     """``convert --runtime``: an existing file (``-``: standard input), else a runtime's name in one of
     the forms kubectl takes, the name a DNS subdomain as the cluster's object names are."""
-    if text == "-" or Path(text).is_file():
+    from app.cli.runtimes import RuntimeName, is_file
+
+    if is_file(text):
         return text
-    from app.cli.runtimes import RuntimeName
     from app.cli.yamlio import InputError
 
     try:

@@ -48,6 +48,14 @@ def runtime_file(path: str) -> dict[str, Any]:
     return runtimes[0]
 
 
+def is_file(argument: str) -> bool:
+    """Whether ``--runtime`` names a file (``-``: standard input); a name too long for one is not."""
+    try:
+        return argument == "-" or Path(argument).is_file()
+    except OSError:
+        return False
+
+
 @dataclass(frozen=True)
 class RuntimeName:
     """A runtime named on the command line: the kinds to try, in order, and its name."""
@@ -60,7 +68,7 @@ class RuntimeName:
         kind, slash, name = text.rpartition("/")
         kinds = _KINDS.get(kind.lower()) if slash else _PLAIN_NAME
         if not kinds or not is_dns1123_subdomain(name):
-            raise InputError(f"--runtime {text[:120]!r}: no such file, and not a runtime's {_FORMS}")
+            raise InputError(f"--runtime {text[:80]!r}: no such file, and not a runtime's {_FORMS}")
         return cls(kinds, name)
 
 
@@ -131,7 +139,7 @@ class Runtimes:
         argument: str | None = args.runtime
         if argument is None:
             return cls()
-        if argument == "-" or Path(argument).is_file():
+        if is_file(argument):
             if args.namespace or args.kubeconfig or args.context:
                 raise InputError("-n, --kubeconfig and --context go with --runtime NAME, not a file")
             return cls(file=runtime_file(argument))

@@ -66,6 +66,11 @@ class _UniqueKeys(SafeConstructor):
                     f" again at line {key_node.start_mark.line + 1}",
                     problem_mark=key_node.start_mark,
                 )
+        if any(key.tag == "tag:yaml.org,2002:merge" for key, _ in node.value):
+            # Merging rewrites the node's entries; a copy keeps them as written, for ``Document.line_of``.
+            node = yaml.MappingNode(
+                node.tag, list(node.value), node.start_mark, node.end_mark, node.flow_style
+            )
         return super().construct_mapping(node, deep=deep)
 
 
