@@ -1,19 +1,21 @@
-"""Hostile input to every ``mpijob`` command that reads a file, and a bad name in every flag that names
-something in a cluster: each is exit code 2 with one line on stderr (naming the file and line, or the flag),
-nothing on stdout and no traceback, as a user runs the installed command (``tests.test_cli.mpijob``).
+"""Hostile input to every ``mpijob`` command that reads a file (``replay``'s recorded answers too), and a
+bad name in every flag that names something in a cluster: each is exit code 2 with one line on stderr
+(naming the file and line, or the flag), nothing on stdout and no traceback, as a user runs the installed
+command (``tests.test_cli.mpijob``).
 """
 
 from __future__ import annotations
 
 import argparse
 import re
+import shutil
 from pathlib import Path
 
 import pytest
 
 from app.cli import arguments
 from app.cli.program import build_parser
-from tests.test_cli import PI, mpijob
+from tests.test_cli import PI, ROOT, mpijob
 
 MIB = 1024 * 1024
 DEPTH = 1000
@@ -76,6 +78,17 @@ def test_standard_input_is_bounded_too() -> None:
     done = mpijob("render", "-", stdin=HOSTILE["deep-block.yaml"])
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == "mpijob: <stdin>:66:129: nests deeper than 64 levels (the hook's limit)\n"
+
+
+@pytest.mark.parametrize("name", ["response.json", "case.json"])
+def test_a_recorded_answer_or_case_nested_too_deep_is_unusable(tmp_path: Path, name: str) -> None:
+    """Before anything is sent: the URL leads nowhere."""
+    case = tmp_path / "case"
+    shutil.copytree(ROOT / "examples" / "requests" / "finished-job", case)
+    (case / name).write_text(HOSTILE["deep.json"])
+    done = mpijob("replay", str(case), "--url", "http://127.0.0.1:9")
+    assert (done.returncode, done.stdout) == (2, "")
+    assert done.stderr == f"mpijob: {case / name}: nests deeper than 64 levels (the hook's limit)\n"
 
 
 # --- names ---------------------------------------------------------------------------------------------

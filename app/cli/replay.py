@@ -157,8 +157,8 @@ def load_case(folder: Path) -> Case:
 
     try:
         request = (folder / REQUEST).read_bytes()
-        response = orjson.loads((folder / RESPONSE).read_bytes())
-        meta = orjson.loads((folder / CASE).read_bytes()) if (folder / CASE).is_file() else {}
+        response = _json(folder / RESPONSE)
+        meta = _json(folder / CASE) if (folder / CASE).is_file() else {}
     except OSError as err:
         raise Unusable(f"{folder}: cannot read {Path(err.filename or '').name}: {err.strerror}") from None
     except orjson.JSONDecodeError as err:
@@ -184,6 +184,19 @@ def load_case(folder: Path) -> Case:
         {str(k): str(v) for k, v in settings.items()},
         tuple(dict.fromkeys((*VOLATILE, *volatile))),
     )
+
+
+def _json(path: Path) -> Any:
+    """A recorded answer or case, refused past the hook's nesting limit (no answer of the hook nests
+    deeper than its parent may): comparing walks it, and orjson writes only 254 levels. No size limit:
+    the answer to a sync of thousands of workers is tens of MB."""
+    from app.cli.yamlio import TOO_DEEP
+    from app.kube.depth import deeper_than
+
+    raw = path.read_bytes()
+    if deeper_than(raw):
+        raise Unusable(f"{path}: {TOO_DEEP}")
+    return orjson.loads(raw)
 
 
 # --- sending and comparing -----------------------------------------------------------------------------
