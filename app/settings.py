@@ -16,11 +16,11 @@ from pathlib import Path
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
+from app.api.child_names import cluster_domain_setting
 from app.core.config import SyncConfig
-from app.kube.gang import gang_scheduler
+from app.kube.gang import gang_scheduler, gang_setting
 from app.kube.keys import MIN_SEED_BYTES, KeySource, SeededKeys, random_keys
 
-_DNS1123_SUBDOMAIN = re.compile(r"^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$")
 # Where the kubelet mounts a Pod's service-account token and the cluster's CA.
 SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 # The settings an answer depends on (the SSH key seed changes only key material, which replay ignores).
@@ -200,18 +200,12 @@ class Settings(BaseSettings):
     @field_validator("cluster_domain")
     @classmethod
     def _domain(cls, value: str) -> str:
-        value = value.strip().strip(".")
-        if value and (len(value) > 253 or not _DNS1123_SUBDOMAIN.match(value)):
-            raise ValueError("must be a DNS subdomain such as 'cluster.local'")
-        return value
+        return cluster_domain_setting(value)
 
     @field_validator("gang_scheduling")
     @classmethod
     def _scheduler(cls, value: str) -> str:
-        value = value.strip()
-        if value and not _DNS1123_SUBDOMAIN.match(value):
-            raise ValueError("must be empty, 'volcano' or a scheduler name (a DNS subdomain)")
-        return value
+        return gang_setting(value)
 
     @field_validator("ssh_key_seed_file", "record_dir", mode="before")
     @classmethod

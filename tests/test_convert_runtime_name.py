@@ -251,8 +251,8 @@ def test_neither_a_file_nor_a_runtime_name_is_exit_2_before_any_read(
     done = convert(tmp_path, api, "--runtime", argument)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.strip() == (
-        f"mpijob: --runtime {argument}: no such file, and not a runtime's NAME, trainingruntime/NAME or"
-        " clustertrainingruntime/NAME"
+        f"mpijob convert: error: argument --runtime: {argument!r}: no such file, and not a runtime's NAME,"
+        " trainingruntime/NAME or clustertrainingruntime/NAME (NAME a DNS subdomain)"
     )
     assert api.requests == []
 

@@ -21,6 +21,16 @@ DNS1035_LABEL_MESSAGE = (  # upstream's wording, two spaces included
 )
 _DNS1035_LABEL = re.compile(DNS1035_LABEL_PATTERN)
 
+# apimachinery's IsDNS1123Label (a namespace's name) and IsDNS1123Subdomain (a scheduler's name, a domain).
+DNS1123_LABEL_MAX = 63
+DNS1123_SUBDOMAIN_MAX = 253
+_DNS1123_LABEL = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?")
+_DNS1123_SUBDOMAIN = re.compile(r"[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*")
+DNS1123_LABEL_RULE = (
+    f"a DNS-1123 label: at most {DNS1123_LABEL_MAX} lower case alphanumeric characters or '-', starting and"
+    " ending with an alphanumeric character"
+)
+
 # What the CRD's CEL rules (and so ``mpijob lint``) say about a job name that breaks these rules.
 _NAME_BUDGET = DNS1035_LABEL_MAX - len(WORKER_INFIX)
 NAME_NOT_DNS1035 = (
@@ -80,6 +90,23 @@ def dns1035_label_errors(value: str) -> list[str]:
     if not _DNS1035_LABEL.fullmatch(value):
         errors.append(DNS1035_LABEL_MESSAGE)
     return errors
+
+
+def is_dns1123_label(value: str) -> bool:
+    return len(value) <= DNS1123_LABEL_MAX and _DNS1123_LABEL.fullmatch(value) is not None
+
+
+def is_dns1123_subdomain(value: str) -> bool:
+    return len(value) <= DNS1123_SUBDOMAIN_MAX and _DNS1123_SUBDOMAIN.fullmatch(value) is not None
+
+
+def cluster_domain_setting(setting: str) -> str:
+    """The cluster domain a setting names, surrounding spaces and dots dropped (``cluster.local.`` is
+    ``cluster.local``); ``ValueError`` unless empty or a DNS subdomain."""
+    value = setting.strip().strip(".")
+    if value and not is_dns1123_subdomain(value):
+        raise ValueError("must be a DNS subdomain such as 'cluster.local'")
+    return value
 
 
 def host_suffix(job: str, namespace: str, cluster_domain: str) -> str:

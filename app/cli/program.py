@@ -20,9 +20,9 @@ import sys
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn, cast
 
-from app.cli import replay
+from app.cli import arguments, replay
 from app.cli.doctor import command as doctor
 from app.cli.exits import (
     EXIT_BROKEN_PIPE,
@@ -51,15 +51,26 @@ def _program() -> str:
     return "kubectl mpijob" if Path(sys.argv[0]).name == "kubectl-mpijob" else "mpijob"
 
 
+class _Parser(argparse.ArgumentParser):
+    """argparse's parser, a usage error only its one line naming the argument (exit code 2), as every
+    other error of the command is one line: ``--help`` prints the usage."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(EXIT_UNUSABLE, f"{self.prog}: error: {message}\n")
+
+
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(
+    parser = _Parser(
         prog=_program(),
         description="MPIJob (kubeflow.org/v2beta1) sync hook for Metacontroller, and MPIJob manifest tools.",
         epilog="Exit codes: 0 ok, 1 findings or invalid job, 2 unusable input or arguments, 3 internal error,"
         " 4 serve could not listen.",
     )
     parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
-    commands = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    commands = cast(
+        "argparse._SubParsersAction[argparse.ArgumentParser]",
+        parser.add_subparsers(dest="command", required=True, metavar="COMMAND"),
+    )
     _add_serve(commands)
     _add_render(commands)
     _add_lint(commands)
@@ -137,13 +148,20 @@ def _add_render(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         action="store_true",
         help="render as the job will be once every worker is Ready (with a WaitForWorkersReady launcher)",
     )
-    render.add_argument("-n", "--namespace", help="namespace for jobs that name none (default: default)")
+    render.add_argument(
+        "-n",
+        "--namespace",
+        type=arguments.namespace_name,
+        help="namespace for jobs that name none (default: default)",
+    )
     render.add_argument(
         "--cluster-domain",
+        type=arguments.cluster_domain,
         help="as the hook's MPI_OPERATOR_CLUSTER_DOMAIN (default: that variable, else empty)",
     )
     render.add_argument(
         "--gang-scheduling",
+        type=arguments.gang_scheduling,
         help="as the hook's MPI_OPERATOR_GANG_SCHEDULING (default: that variable, else empty)",
     )
 
@@ -183,6 +201,7 @@ def _add_convert(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     convert.add_argument(
         "--runtime",
         metavar="FILE|NAME",
+        type=arguments.runtime,
         default=None,
         help="with --to trainjob: run the jobs on this existing (Cluster)TrainingRuntime, what differs as"
         " runtimePatches: its manifest FILE (e.g. from kubectl get clustertrainingruntime NAME -o yaml) or,"
@@ -193,6 +212,7 @@ def _add_convert(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     convert.add_argument(
         "--gang-scheduling",
         metavar="NAME",
+        type=arguments.gang_scheduling,
         default="",
         help="with --to trainjob: the hook's MPI_OPERATOR_GANG_SCHEDULING the jobs ran under (volcano, or the"
         " coscheduler's scheduler name), carried as the runtime's podGroupPolicy (default: none)",

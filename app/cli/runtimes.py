@@ -17,6 +17,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
+from app.api.child_names import is_dns1123_subdomain
 from app.cli.yamlio import InputError, load_documents, read_text, source_name
 from app.convert import trainer
 
@@ -34,7 +35,7 @@ _KINDS = {
     "clustertrainingruntimes": (trainer.CLUSTER_TRAINING_RUNTIME,),
 }
 _PLAIN_NAME = (trainer.TRAINING_RUNTIME, trainer.CLUSTER_TRAINING_RUNTIME)
-_FORMS = "NAME, trainingruntime/NAME or clustertrainingruntime/NAME"
+_FORMS = "NAME, trainingruntime/NAME or clustertrainingruntime/NAME (NAME a DNS subdomain)"
 
 
 def runtime_file(path: str) -> dict[str, Any]:
@@ -45,6 +46,14 @@ def runtime_file(path: str) -> dict[str, Any]:
     if len(runtimes) != 1:
         raise InputError(f"--runtime {source_name(path)}: holds {len(runtimes)} TrainingRuntimes, not one")
     return runtimes[0]
+
+
+def is_file(argument: str) -> bool:
+    """Whether ``--runtime`` names a file (``-``: standard input); a name too long for one is not."""
+    try:
+        return argument == "-" or Path(argument).is_file()
+    except OSError:
+        return False
 
 
 @dataclass(frozen=True)
@@ -58,8 +67,8 @@ class RuntimeName:
     def parse(cls, text: str) -> RuntimeName:
         kind, slash, name = text.rpartition("/")
         kinds = _KINDS.get(kind.lower()) if slash else _PLAIN_NAME
-        if not kinds or not name:
-            raise InputError(f"--runtime {text[:120]}: no such file, and not a runtime's {_FORMS}")
+        if not kinds or not is_dns1123_subdomain(name):
+            raise InputError(f"--runtime {text[:80]!r}: no such file, and not a runtime's {_FORMS}")
         return cls(kinds, name)
 
 
@@ -130,7 +139,7 @@ class Runtimes:
         argument: str | None = args.runtime
         if argument is None:
             return cls()
-        if argument == "-" or Path(argument).is_file():
+        if is_file(argument):
             if args.namespace or args.kubeconfig or args.context:
                 raise InputError("-n, --kubeconfig and --context go with --runtime NAME, not a file")
             return cls(file=runtime_file(argument))

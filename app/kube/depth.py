@@ -8,7 +8,8 @@ says whether a parent nests deeper than ``MAX_DEPTH`` before it is parsed (bytes
 was, so the caller can parse the rest and answer with an ``Invalid`` condition instead of a 400 that
 Metacontroller would retry forever. One regular expression walks strings and brackets; no recursion. The
 rest of a request is read only where the hook needs it (msgspec skips what it does not read), so it is cut
-only past msgspec's own limit (``app.kube.request``).
+only past msgspec's own limit (``app.kube.request``). The ``mpijob`` command holds its inputs to the
+same limit.
 """
 
 from __future__ import annotations

@@ -10,6 +10,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.api.child_names import is_dns1123_subdomain
+
 VOLCANO = "volcano"
 VOLCANO_API_VERSION = "scheduling.volcano.sh/v1beta1"
 SCHEDULER_PLUGINS_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
@@ -36,6 +38,15 @@ class GangScheduler:
     def overlay(self) -> str:
         """The kustomize overlay that declares this PodGroup child and sets the matching setting."""
         return "deploy/overlays/volcano" if self.volcano else "deploy/overlays/scheduler-plugins"
+
+
+def gang_setting(setting: str) -> str:
+    """The setting as the hook reads it, surrounding spaces dropped; ``ValueError`` unless empty, ``volcano``
+    or a scheduler name (Pods name it in ``spec.schedulerName``, which must be a DNS subdomain)."""
+    value = setting.strip()
+    if value and not is_dns1123_subdomain(value):
+        raise ValueError("must be empty, 'volcano' or a scheduler name (a DNS subdomain)")
+    return value
 
 
 def gang_scheduler(setting: str) -> GangScheduler | None:

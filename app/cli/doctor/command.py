@@ -15,6 +15,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from app.cli.arguments import namespace_name
 from app.cli.exits import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
 
 if TYPE_CHECKING:
@@ -47,7 +48,7 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 def add_cluster_arguments(parser: argparse.ArgumentParser, namespace_help: str) -> None:
     """-n, --kubeconfig and --context, as kubectl has them: for every command that reads the cluster."""
-    parser.add_argument("-n", "--namespace", help=namespace_help)
+    parser.add_argument("-n", "--namespace", type=namespace_name, help=namespace_help)
     parser.add_argument("--kubeconfig", help="kubeconfig file (default: $KUBECONFIG, else ~/.kube/config)")
     parser.add_argument("--context", help="kubeconfig context (default: its current-context)")
 

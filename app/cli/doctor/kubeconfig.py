@@ -23,10 +23,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
 from app.cli.doctor import execplugin
 from app.cli.doctor.untrusted import Hostile, bearer_token, read_file
+from app.cli.yamlio import InputError, load_one_text
 
 _SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 # Bounds on the files a kubeconfig names: a token is a few hundred bytes to a few KiB (a JWT with many
@@ -142,14 +141,15 @@ def _merge(files: list[Path]) -> _Merged:
 
 
 def _read_kubeconfig(file: Path) -> dict[str, Any]:
-    """One kubeconfig file, parsed by PyYAML's safe loader (bounded, nesting too deep refused)."""
-    text = read_file(file, _KUBECONFIG_BYTES, "kubeconfig")
+    """One kubeconfig file, bounded, parsed by the CLI's one YAML loader (the hook's depth limit, aliases
+    bounded)."""
+    raw = read_file(file, _KUBECONFIG_BYTES, "kubeconfig")
     try:
-        config = yaml.safe_load(text) or {}
-    except yaml.YAMLError as err:
-        raise KubeconfigError(f"{file}: not a readable kubeconfig ({type(err).__name__})") from None
-    except RecursionError:
-        raise KubeconfigError(f"{file}: not a readable kubeconfig (nested too deep)") from None
+        config = load_one_text(raw.decode("utf-8"), str(file)) or {}
+    except UnicodeDecodeError:
+        raise KubeconfigError(f"{file}: not a readable kubeconfig (not UTF-8 text)") from None
+    except InputError as err:  # it names the file, line and column
+        raise KubeconfigError(str(err)) from None
     if not isinstance(config, dict):
         raise KubeconfigError(f"{file}: not a kubeconfig (not a mapping)")
     return config
