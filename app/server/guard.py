@@ -280,7 +280,7 @@ class BodyGuard:
         logs.refused(log, hook, rejected.status, rejected.message)
         body = b'{"error":"' + rejected.message.encode() + b'"}'
         # The rest of a refused body is never read: close the connection after answering.
-        await _respond(send, rejected.status, body, close=rejected.status in (408, 413))
+        await _respond(send, rejected.status, body, close=rejected.status in (408, 413, 503))
 
 
 def _hook(scope: Scope) -> str:
