@@ -267,12 +267,13 @@ _customize_decoder = msgspec.json.Decoder(CustomizeRequest)
 def decode_request(body: bytes) -> SyncRequest:
     """Decode and sanity-check a sync request body; raise ``RequestError`` with a message safe to return.
 
-    A body nested deeper than the decoder goes is decoded with what lies beyond ``depth.MAX_DEPTH`` cut
-    away. When the cut is in the parent, the parent keeps its bytes as sent: its reader (``app.kube.parent``)
-    says where it is too deep, in an ``Invalid`` condition. Anywhere else it is a bad request."""
+    ``body`` may be any bytes-like object: the shell passes a view of its read buffer, decoded in place and
+    never copied (a copy would hold a 30 MB body twice). A body nested deeper than the decoder goes is
+    decoded with what lies beyond ``depth.MAX_DEPTH`` cut away. When the cut is in the parent, the parent
+    keeps its bytes as sent: its reader (``app.kube.parent``) says where it is too deep, in an ``Invalid``
+    condition. Anywhere else it is a bad request."""
     if not body:
         raise RequestError("empty request body; expected a Metacontroller hook request")
-    body = bytes(body)  # the shell may pass a memoryview
     try:
         request, cut = _decode(body)
         _check_parent(_head_decoder.decode(request.parent))
@@ -284,7 +285,7 @@ def decode_request(body: bytes) -> SyncRequest:
         raise RequestError("request body nests too deeply") from None
     if cut is None:
         return request
-    parent = depth.member(body, "parent") if cut.startswith("parent.") else None
+    parent = depth.member(bytes(body), "parent") if cut.startswith("parent.") else None
     if parent is None:
         raise RequestError("request body nests too deeply")
     return msgspec.structs.replace(request, parent=msgspec.Raw(parent))
@@ -312,7 +313,7 @@ def _decode(body: bytes) -> tuple[SyncRequest, str | None]:
     try:
         return _decoder.decode(body), None
     except RecursionError:
-        pruned, where = depth.prune(body)
+        pruned, where = depth.prune(bytes(body))  # rare: only a body nested past msgspec's limit is copied
     return _decoder.decode(pruned), where or ""
 
 
