@@ -36,12 +36,14 @@ def read_caller_token(path: Path) -> bytes:
     """The caller credential in ``path``, surrounding whitespace removed (as Metacontroller trims the
     Secret's value). Raises ``ValueError`` naming the file and the problem, never its content."""
     try:
-        token = path.read_bytes().strip()
+        with path.open("rb") as file:  # at most one byte past the cap: a huge file is not read whole
+            raw = file.read(MAX_CALLER_TOKEN_BYTES + 1)
     except OSError as err:
         raise ValueError(f"cannot read {path}: {err.strerror}") from None
+    token = raw.strip()
     if not token:
         raise ValueError(f"{path} is empty")
-    if len(token) > MAX_CALLER_TOKEN_BYTES:
+    if len(raw) > MAX_CALLER_TOKEN_BYTES:
         raise ValueError(f"{path} holds more than {MAX_CALLER_TOKEN_BYTES} bytes")
     return token
 
