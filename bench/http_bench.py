@@ -58,12 +58,16 @@ def _free_port() -> int:
 
 
 # The floor runs with the hook's production settings too: uvicorn's options and the collector's.
+# BENCH_PLAIN_PROTOCOL=1: uvicorn's own httptools protocol instead of the guarded one, to price the limits.
 _SERVE = """
-import sys, uvicorn
+import os, sys, uvicorn
 from app.cli.program import server_options
 from app.server.main import tune_gc
 tune_gc()
-uvicorn.run(sys.argv[1], host="127.0.0.1", port=int(sys.argv[2]), **server_options("WARNING"))
+options = server_options("WARNING")
+if os.environ.get("BENCH_PLAIN_PROTOCOL"):
+    options["http"] = "httptools"
+uvicorn.run(sys.argv[1], host="127.0.0.1", port=int(sys.argv[2]), **options)
 """
 
 
@@ -210,6 +214,24 @@ def _turns(servers: list[tuple[int, int, list[bytes]]], seconds: float, turn: fl
     return turns + cpu
 
 
+def protocol_cost(seconds: float) -> tuple[float, float]:
+    """The connection limits' price: the floor's CPU per small request behind ``GuardedProtocol`` and
+    behind uvicorn's plain httptools protocol, both up at once, taking 1 s turns (medians, µs)."""
+    body = build_request(1)
+    env = {"NOOP_RESPONSE_BYTES": "10000"}
+    with (
+        server("noop_app:app", env) as (port, pid),
+        server("noop_app:app", env | {"BENCH_PLAIN_PROTOCOL": "1"}) as (
+            plain_port,
+            plain_pid,
+        ),
+    ):
+        _, _, guarded_cpu, plain_cpu = _turns(
+            [(port, pid, [body]), (plain_port, plain_pid, [body])], seconds, 1.0
+        )
+    return statistics.median(guarded_cpu) * 1e6, statistics.median(plain_cpu) * 1e6
+
+
 def small_jobs(seed: Path, seconds: float) -> dict[str, float]:
     """Syncs/s of a 1-worker job (its parent remembered, as in steady state; and every parent new) and the
     floor's requests/s, taking 1 s turns; the median ratio of turns side by side; the steady p50; the server
@@ -347,6 +369,12 @@ def main() -> None:
         if 4096 in growth:
             print(f"4,096-worker peak RSS growth / request: {growth[4096]:.2f}x (target < {RSS_TARGET}x)")
         print(f"small-job throughput / the no-op app: {small['ratio']:.2f}x (target >= {THROUGHPUT_TARGET}x)")
+        guarded, plain = protocol_cost(args.seconds)
+        print(
+            f"the connection limits: the floor's CPU per small request {guarded:.0f} us (GuardedProtocol),"
+            f" {plain:.0f} us (uvicorn's plain httptools protocol): {guarded / plain:.2f}x",
+            flush=True,
+        )
         rate, c50, c99, errors = concurrency(seed, 16, args.seconds)
         print(
             f"concurrency: 16 clients x 64-worker syncs (same and different jobs): {rate:.0f} syncs/s,"
