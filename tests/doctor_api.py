@@ -141,3 +141,12 @@ def doctor(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[s
     return subprocess.run(
         argv, capture_output=True, text=True, check=False, cwd=cwd or root, env=environ, timeout=RUN_SECONDS
     )
+
+
+def running() -> Iterator[tuple[Api, Serving]]:
+    """A fixture's body: the scripted API server on loopback, closed afterwards (``pytest.fixture(name=...)``
+    in the test module that wants it)."""
+    served_api = Api.running()
+    serving = Serving(served_api)
+    yield served_api, serving
+    serving.close()

@@ -11,7 +11,6 @@ import os
 import stat
 import sys
 import time
-from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -20,18 +19,14 @@ import pytest
 from app.cli.doctor import execplugin
 from app.cli.doctor.client import CannotRead, Reader
 from app.cli.doctor.kubeconfig import Connection, KubeconfigError, load
+from tests import doctor_api
 from tests.doctor_api import Api, Serving, doctor, kubeconfig
 
 # What /etc/shadow looks like: a secret file that is not a token.
 SHADOW = "root:$y$j9T$Zm9vYmFy$c2VjcmV0aGFzaA:19700:0:99999:7:::\ndaemon:*:19700:0:99999:7:::\n"
 
 
-@pytest.fixture
-def api() -> Iterator[tuple[Api, Serving]]:
-    served_api = Api.running()
-    serving = Serving(served_api)
-    yield served_api, serving
-    serving.close()
+api = pytest.fixture(name="api")(doctor_api.running)
 
 
 def _refused(api: tuple[Api, Serving], config: Path, *secrets: str, cwd: Path | None = None) -> str:

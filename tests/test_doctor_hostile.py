@@ -21,6 +21,7 @@ from app.cli.doctor.client import CannotRead, Read, Reader
 from app.cli.doctor.kubeconfig import Connection
 from app.cli.doctor.snapshot import Snapshot
 from app.cli.doctor.untrusted import Hostile
+from tests import doctor_api
 from tests import test_doctor_reads as reads
 from tests.doctor_api import EVENTS, JOB, LAUNCHER, PODS, Answer, Api, Serving, as_json, doctor, kubeconfig
 from tests.doctor_api import recorded as recorded_snapshot
@@ -28,12 +29,7 @@ from tests.doctor_api import recorded as recorded_snapshot
 ROOT = Path(__file__).resolve().parents[1]
 
 
-@pytest.fixture
-def api() -> Iterator[tuple[Api, Serving]]:
-    served_api = Api.running()
-    serving = Serving(served_api)
-    yield served_api, serving
-    serving.close()
+api = pytest.fixture(name="api")(doctor_api.running)
 
 
 def _run(api: tuple[Api, Serving], tmp_path: Path, *args: str) -> tuple[int, str, str]:

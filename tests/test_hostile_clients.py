@@ -39,35 +39,30 @@ def _allow_sockets(count: int) -> None:
         resource.setrlimit(resource.RLIMIT_NOFILE, (min(count, hard), hard))
 
 
-@pytest.fixture(scope="module")
-def hook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[served.Served]:
-    workdir = tmp_path_factory.mktemp("hostile")
+def _serving(factory: pytest.TempPathFactory, name: str, settings: dict[str, str]) -> Iterator[served.Served]:
+    """A real ``mpijob serve`` as users run it (the caller check on), with these settings besides."""
+    workdir = factory.mktemp(name)
     token = workdir / "token"
     token.write_text(TOKEN)
-    settings = {
-        "MPI_OPERATOR_CALLER_TOKEN_FILE": str(token),
-        "MPI_OPERATOR_EVENTS": "off",
+    defaults = {"MPI_OPERATOR_CALLER_TOKEN_FILE": str(token), "MPI_OPERATOR_EVENTS": "off"}
+    with served.serving(workdir / "hook.log", defaults | settings, authenticated=True) as server:
+        yield server
+
+
+@pytest.fixture(scope="module")
+def hook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[served.Served]:
+    timeouts = {
         "MPI_OPERATOR_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT),
         "MPI_OPERATOR_READ_TIMEOUT_SECONDS": str(READ_TIMEOUT),
     }
-    with served.serving(workdir / "hook.log", settings, authenticated=True) as server:
-        yield server
+    yield from _serving(tmp_path_factory, "hostile", timeouts)
 
 
 @pytest.fixture(scope="module")
 def small_hook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[served.Served]:
     """A hook with room for 8 connections, to reach the cap cheaply."""
-    workdir = tmp_path_factory.mktemp("hostile-small")
-    token = workdir / "token"
-    token.write_text(TOKEN)
-    settings = {
-        "MPI_OPERATOR_CALLER_TOKEN_FILE": str(token),
-        "MPI_OPERATOR_EVENTS": "off",
-        "MPI_OPERATOR_MAX_CONNECTIONS": "8",
-        "MPI_OPERATOR_READ_TIMEOUT_SECONDS": str(READ_TIMEOUT),
-    }
-    with served.serving(workdir / "hook.log", settings, authenticated=True) as server:
-        yield server
+    small = {"MPI_OPERATOR_MAX_CONNECTIONS": "8", "MPI_OPERATOR_READ_TIMEOUT_SECONDS": str(READ_TIMEOUT)}
+    yield from _serving(tmp_path_factory, "hostile-small", small)
 
 
 # ------------------------------------------------------------------------------------------ the probes

@@ -2,8 +2,10 @@
 
 uvicorn (0.55, httptools) has none of them: an idle connection is never timed out before its first request,
 header bytes are buffered without bound until the header ends, and ``limit_concurrency`` counts idle
-connections, so 63 silent connections turned every request into a 503, probes included. ``GuardedProtocol``
-is uvicorn's own httptools protocol with these limits added where the bytes arrive:
+connections, so 63 silent connections turned every request into a 503, probes included. Its h11 protocol caps
+an unfinished header's size (``h11_max_incomplete_event_size``) but not its time, and parses slower; Go's
+``ReadHeaderTimeout`` and nginx's ``client_header_timeout`` are what the deadlines below follow.
+``GuardedProtocol`` is uvicorn's own httptools protocol with these limits added where the bytes arrive:
 
 - **header deadline**: a request's line and headers must be complete within ``header_timeout_seconds`` of the
   connection opening (or of the request's first byte on a kept-alive connection), as Go's
@@ -14,8 +16,8 @@ is uvicorn's own httptools protocol with these limits added where the bytes arri
   path; ``guard.BodyGuard`` enforces the same on the hooks' bodies and answers first.
 - **connections**: at most ``max_connections`` per process. A new connection beyond it closes the
   connection that has waited longest without a request in progress (503 if it had sent part of one), so
-  idle or trickling clients can never lock out the probes or Metacontroller; only when every connection
-  is busy with a request is the newcomer itself answered 503.
+  idle or trickling clients can never lock out the probes or Metacontroller; only when none has been idle
+  for ``MIN_IDLE_SECONDS`` (all busy, or a burst of new callers) is the newcomer itself answered 503.
 - **idle keep-alive**: uvicorn's ``timeout_keep_alive`` closes a connection idle between requests.
 
 The protocol finds its ``ConnectionPolicy`` on the app it serves (the hook's ``HookApp`` carries one); an app
