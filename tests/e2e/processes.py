@@ -49,8 +49,9 @@ def free_port() -> int:
     lowest = 32768
     with contextlib.suppress(OSError, ValueError):
         lowest = int(Path("/proc/sys/net/ipv4/ip_local_port_range").read_text().split()[0])
+    start, stop = _worker_share(max(1024, lowest - 12000), lowest)
     for _ in range(100):
-        port = random.randrange(max(1024, lowest - 12000), lowest)
+        port = random.randrange(start, stop)
         if port in _ISSUED:
             continue
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as sock:
@@ -61,6 +62,17 @@ def free_port() -> int:
             _ISSUED.add(port)
             return port
     raise RuntimeError("no free loopback port below the ephemeral range")
+
+
+def _worker_share(start: int, stop: int) -> tuple[int, int]:
+    """This pytest-xdist worker's own slice of ``[start, stop)``: a port checked free here cannot be taken
+    by another worker's server before ours binds it (``_ISSUED`` is one worker's memory only)."""
+    worker, count = os.environ.get("PYTEST_XDIST_WORKER", ""), os.environ.get("PYTEST_XDIST_WORKER_COUNT", "")
+    if not worker.startswith("gw") or not worker[2:].isdigit() or not count.isdigit() or int(count) < 2:
+        return start, stop
+    size = (stop - start) // int(count)
+    first = start + int(worker[2:]) % int(count) * size
+    return first, first + size
 
 
 @dataclass
