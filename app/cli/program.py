@@ -227,7 +227,9 @@ def _add_convert(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 def main(argv: list[str] | None = None) -> int:
     args = build_parser().parse_args(argv)
     try:
-        return _dispatch(args)
+        code = _dispatch(args)
+        sys.stdout.flush()  # output still buffered meets a reader gone early here, not at interpreter exit
+        return code
     except KeyboardInterrupt:
         return EXIT_INTERRUPTED
     except BrokenPipeError:
