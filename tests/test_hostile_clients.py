@@ -196,6 +196,21 @@ def test_a_thousand_idle_connections_and_eight_header_bombs_do_not_stop_the_hook
     assert_serving(hook)  # and at once after the attack
 
 
+def test_a_finished_header_over_the_cap_is_431_whole_or_in_pieces(hook: served.Served) -> None:
+    big = b"GET /healthz HTTP/1.1\r\nHost: hook\r\nX-Big: " + b"a" * (40 * 1024) + b"\r\n\r\n"
+    for pieces in (1, 40):  # in one read (the size counted once complete) and as it arrives
+        with connect(hook) as sock:
+            step = len(big) // pieces + 1
+            for start in range(0, len(big), step):
+                try:
+                    sock.sendall(big[start : start + step])
+                except OSError:
+                    break  # closed by the hook past the cap: its answer is already on the way
+            answer = read_answer(sock, timeout=5)
+        assert answer.startswith(b"HTTP/1.1 431 "), (pieces, answer[:80])
+    assert_serving(hook)
+
+
 def test_silent_and_trickling_connections_are_closed_at_the_header_deadline(hook: served.Served) -> None:
     with connect(hook) as silent, connect(hook) as trickler:
         started = time.monotonic()

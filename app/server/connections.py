@@ -161,12 +161,8 @@ class GuardedProtocol(HttpToolsProtocol):
         self._stopped = False  # closed by a limit: the parser's remaining callbacks are ignored
         self._reading_headers = False
         self._raw_header_bytes = 0  # received while the header is incomplete
-        self._header_bytes = 0  # the header's exact size, from the parser's callbacks
         self._received_any = False
         self._deadline: asyncio.TimerHandle | None = None
-
-    def __hash__(self) -> int:
-        return id(self)
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -201,26 +197,16 @@ class GuardedProtocol(HttpToolsProtocol):
             return
         super().on_message_begin()
         self._reading_headers = True
-        self._raw_header_bytes = self._header_bytes = 0
+        self._raw_header_bytes = 0
         if self._deadline is None:  # the next request on a kept-alive connection: its headers' deadline
             self._arm(self.policy.limits.header_timeout_seconds, self._header_timeout)
-
-    def on_url(self, url: bytes) -> None:
-        if not self._stopped:
-            super().on_url(url)
-            self._header_bytes += len(url)
-
-    def on_header(self, name: bytes, value: bytes) -> None:
-        if not self._stopped:
-            super().on_header(name, value)
-            self._header_bytes += len(name) + len(value) + 4
 
     def on_headers_complete(self) -> None:
         if self._stopped:
             return
         self._reading_headers = False
         limits = self.policy.limits
-        if self._header_bytes > limits.max_header_bytes:
+        if _header_size(self.url, self.headers) > limits.max_header_bytes:
             self._stop(HEADER_TOO_LARGE, "header_too_large")
             return
         self.policy.busy(self)
@@ -278,3 +264,9 @@ class GuardedProtocol(HttpToolsProtocol):
         if self._deadline is not None:
             self._deadline.cancel()
             self._deadline = None
+
+
+def _header_size(url: bytes, headers: list[tuple[bytes, bytes]]) -> int:
+    """A complete header's size as parsed, once per request: its URL and each ``name: value`` line. A header
+    that arrived in one read is counted here; one still arriving, by the bytes received."""
+    return len(url) + sum(len(name) + len(value) + 4 for name, value in headers)
