@@ -58,3 +58,22 @@ def test_with_ensurepip_make_venv_creates_a_venv_with_pip(tmp_path: Path) -> Non
     done = make_venv(tmp_path, {})
     assert done.returncode == 0, done.stderr
     assert (tmp_path / ".venv" / "bin" / "pip").exists()
+
+
+def test_ci_runs_the_suite_under_the_oldest_python_the_readme_claims() -> None:
+    """pyproject's requires-python (which the README's version table repeats, tests/test_release.py) is the
+    minor version of Debian 12's /usr/bin/python3, and .ci/run runs the fast folders under that Python."""
+    import tomllib
+
+    floor = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]
+    assert floor == ">=3.11"
+    assert "exec ./.ci/oldest-python" in (ROOT / ".ci" / "run").read_text().splitlines()
+    oldest = (ROOT / ".ci" / "oldest-python").read_text()
+    assert "PYTHON=/usr/bin/python3" in oldest.splitlines()
+    if not os.path.exists("/usr/bin/python3"):
+        return  # not a Debian machine: CI's is
+    done = subprocess.run(
+        ["/usr/bin/python3", "-c", "import sys; print(*sys.version_info[:2])"],
+        capture_output=True, text=True, timeout=60, check=True,
+    )  # fmt: skip
+    assert done.stdout.split() == ["3", "11"]
