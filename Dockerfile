@@ -13,7 +13,7 @@ RUN groupadd --gid 65532 nonroot \
 # Dependencies ship as wheels (no compiler needed). The source tree is removed after installing; only
 # site-packages and the `mpijob` entry point remain.
 WORKDIR /src
-COPY pyproject.toml README.md ./
+COPY pyproject.toml README.md LICENSE NOTICE ./
 COPY app ./app
 RUN pip install --no-cache-dir . \
     && cd / && rm -rf /src

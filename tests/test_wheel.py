@@ -39,7 +39,7 @@ def installed(tmp_path_factory: pytest.TempPathFactory) -> Path:
     tmp = tmp_path_factory.mktemp("wheel")
     source = tmp / "source"
     source.mkdir()
-    for name in ("pyproject.toml", "README.md"):
+    for name in ("pyproject.toml", "README.md", "LICENSE", "NOTICE"):
         shutil.copy2(ROOT / name, source / name)
     shutil.copytree(ROOT / "app", source / "app", ignore=shutil.ignore_patterns("__pycache__"))
     pip = (sys.executable, "-m", "pip")
@@ -74,3 +74,16 @@ def test_kubectl_finds_the_plugin_on_path(installed: Path) -> None:
     usage = _run(KUBECTL, "mpijob", "doctor", "--help", env=env)
     assert usage.startswith("usage: kubectl mpijob doctor [-h] [-n NAMESPACE]"), usage
     assert "--list-checks" in usage
+
+
+def test_the_wheel_carries_the_license_and_one_top_level_package(installed: Path) -> None:
+    """LICENSE and NOTICE travel with the wheel, and its only import package is ``app`` (docs/operations.md,
+    "The mpijob command": why it wants a venv of its own)."""
+    probe = (
+        "import importlib.metadata as m; d = m.distribution('mpi-operator-hook'); "
+        "print(sorted(str(f) for f in d.files if 'licenses' in str(f))); "
+        "print(sorted({str(f).split('/')[0] for f in d.files if str(f).endswith('.py')}))"
+    )
+    licenses, top_level = _run(installed / "python", "-c", probe).splitlines()
+    assert "LICENSE" in licenses and "NOTICE" in licenses, licenses
+    assert top_level == "['app']", top_level

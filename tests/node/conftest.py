@@ -69,6 +69,12 @@ def _replacements(node: RealNode) -> dict[str, object]:
     }
 
 
+def pytest_collection_modifyitems(items: list[pytest.Item]) -> None:
+    """The uninstall test (test_node_uninstall.py) removes the hook: it runs after every other test."""
+    last = [item for item in items if item.path.name == "test_node_uninstall.py"]
+    items[:] = [item for item in items if item not in last] + last
+
+
 @pytest.fixture(scope="session")
 def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
     kubeconfig = os.environ.get("MPI_HOOK_NODE_KUBECONFIG")

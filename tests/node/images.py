@@ -29,7 +29,7 @@ CACHE = Path(os.environ.get("MPI_HOOK_NODE_CACHE", ROOT / ".node"))
 MIRROR = os.environ.get("MPI_HOOK_NODE_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 PREFIX = "localhost/mpi-hook-node"
 # What the Dockerfile copies (and its .dockerignore): the build context, without .venv, .node, ...
-HOOK_CONTEXT = ("Dockerfile", ".dockerignore", "pyproject.toml", "README.md")
+HOOK_CONTEXT = ("Dockerfile", ".dockerignore", "pyproject.toml", "README.md", "LICENSE", "NOTICE")
 
 
 @dataclass(frozen=True)

@@ -30,9 +30,16 @@ REPLACED = (
 
 def quick_start_blocks() -> list[list[str]]:
     """The ``sh`` blocks of the README's quick start that talk to the cluster, one command per line."""
-    text = README.read_text()
-    start = text.index(SECTION)
-    section = text[start : text.index("\n## ", start + len(SECTION))]
+    return doc_blocks(README, SECTION)
+
+
+def doc_blocks(page: Path, heading: str) -> list[list[str]]:
+    """The ``sh`` blocks under ``heading`` of ``page`` (to the next ``## `` heading or the end) that talk to
+    the cluster, one command per line."""
+    text = page.read_text()
+    start = text.index(heading)
+    end = text.find("\n## ", start + len(heading))
+    section = text[start : end if end >= 0 else len(text)]
     blocks = []
     for block in _BLOCK.findall(section):
         lines = [re.sub(r"\s+#.*$", "", line.strip()) for line in block.splitlines()]
