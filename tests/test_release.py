@@ -291,3 +291,13 @@ def readme_line(fragment: str) -> int:
     lines = (ROOT / "README.md").read_text().splitlines()
     (number,) = [i for i, line in enumerate(lines, start=1) if fragment in line]
     return number
+
+
+def test_the_changelog_leads_with_what_the_next_release_holds() -> None:
+    """releasing.md, step 1: the newest section is ``[Unreleased]`` or the version being released, never an
+    older one (a release whose notes were not written)."""
+    version = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["version"]
+    sections = re.findall(r"^## \[([^\]]+)\]", (ROOT / "CHANGELOG.md").read_text(), re.M)
+    assert sections, "CHANGELOG.md has no release section"
+    assert sections[0] in ("Unreleased", version), sections[0]
+    assert len(set(sections)) == len(sections), sections
