@@ -7,14 +7,14 @@ Each check also runs on a planted contradiction, so a parser that finds nothing 
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from app.api.lint import RULES, SEVERITIES
 from app.cli import exits
+from tests.support import paths
 
-GUIDE = Path(__file__).resolve().parents[1] / "docs" / "user-guide.md"
+GUIDE = paths.ROOT / "docs" / "user-guide.md"
 SECTION = "## The `mpijob` command"
 COMMANDS = ("render", "lint", "convert", "serve", "replay", "doctor")
 # In an exit-code cell: "0 rendered, 1 a job is invalid (...), 2 unusable input": a code starts the cell or

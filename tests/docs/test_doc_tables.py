@@ -22,10 +22,10 @@ import yaml
 
 from app.server.main import create_app
 from app.settings import Settings, answer_setting_defaults
-from tests.test_docs import PAGES
-from tests.test_manifests import kustomize
+from tests.docs.test_docs import PAGES
+from tests.packaging.test_manifests import kustomize
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DOCS = ROOT / "docs"
 OPERATIONS = DOCS / "operations.md"
 COMPATIBILITY = DOCS / "compatibility.md"
@@ -252,7 +252,7 @@ def index_tables(texts: dict[str, str]) -> list[tuple[str, set[str]]]:
 
 def exit_code_tables(texts: dict[str, str]) -> list[str]:
     """The pages with a table of exit codes (a header cell naming them); the user guide's command table is
-    the one copy (tests/test_cli_docs.py checks it against ``app/cli/exits.py``)."""
+    the one copy (tests/docs/test_cli_docs.py checks it against ``app/cli/exits.py``)."""
     return [
         page
         for page, text in texts.items()

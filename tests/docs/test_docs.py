@@ -27,11 +27,11 @@ import yaml
 
 from app.api.lint import RULES, lint_manifest
 from app.cli.program import build_parser
-from tests import served, trainer_crds
-from tests.kube_schema import schema_errors
-from tests.test_crd import CRD_FILE, _nodes, admission_errors
+from tests.packaging.test_crd import CRD_FILE, _nodes, admission_errors
+from tests.support import served, trainer_crds
+from tests.support.kube_schema import schema_errors
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 PAGES = [
     ROOT / "README.md",
     *sorted((ROOT / "docs").glob("*.md")),
@@ -395,7 +395,9 @@ def check_other(argv: list[str], page: Page, redirects: Sequence[str] = ()) -> N
         script = page.directory / argv[0]
         assert script.is_file() and os.access(script, os.X_OK), f"{argv[0]} is not an executable script"
     else:
-        pytest.fail(f"no checker for {shlex.join(argv)}: add one to tests/test_docs.py and docs/README.md")
+        pytest.fail(
+            f"no checker for {shlex.join(argv)}: add one to tests/docs/test_docs.py and docs/README.md"
+        )
 
 
 @pytest.mark.parametrize(("where", "page", "command"), all_commands(), ids=[c[0] for c in all_commands()])

@@ -5,13 +5,13 @@ A planted difference is found, so a parser that reads nothing cannot pass."""
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 import pytest
 
 from app.cli.doctor.checks import CHECKS
+from tests.support import paths
 
-PAGE = Path(__file__).resolve().parents[1] / "docs" / "troubleshooting.md"
+PAGE = paths.ROOT / "docs" / "troubleshooting.md"
 HEADER = "| check | finds |"
 
 

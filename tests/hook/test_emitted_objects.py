@@ -15,9 +15,9 @@ import pytest
 
 from app.kube.quantity import canonical_quantity
 from app.settings import Settings
-from tests.builders import walk
-from tests.golden_cases import CASES, all_cases, run
-from tests.kube_schema import schema_errors
+from tests.support.builders import walk
+from tests.support.golden_cases import CASES, all_cases, run
+from tests.support.kube_schema import schema_errors
 
 CASES_RUN = all_cases()
 # Cases whose children are freshly built (not re-emitted as last applied by a frozen or foreign job).

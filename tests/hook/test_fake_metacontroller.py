@@ -16,8 +16,8 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.builders import mpijob
-from tests.metacontroller import (
+from tests.support.builders import mpijob
+from tests.support.metacontroller import (
     COMPOSITE_CONTROLLER,
     LAST_APPLIED,
     ContractViolation,

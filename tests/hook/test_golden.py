@@ -1,6 +1,6 @@
 """Golden files: recorded-style sync requests → the exact responses, one folder per scenario.
 
-Regenerate with ``pytest tests/test_golden.py --update-golden`` and review the diff: every change to a
+Regenerate with ``pytest tests/hook/test_golden.py --update-golden`` and review the diff: every change to a
 response is a change in what the hook tells Metacontroller to create, keep or delete.
 """
 
@@ -16,7 +16,17 @@ from app.core.sync import sync
 from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
 from app.settings import Settings
-from tests.golden_cases import CASES, NOW, SEED, all_cases, case_meta, case_path, dump, response_path, run
+from tests.support.golden_cases import (
+    CASES,
+    NOW,
+    SEED,
+    all_cases,
+    case_meta,
+    case_path,
+    dump,
+    response_path,
+    run,
+)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))

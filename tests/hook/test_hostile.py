@@ -9,7 +9,6 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -24,9 +23,9 @@ from app.kube.quantity import canonical_quantity
 from app.kube.request import decode_request
 from app.server.main import create_app
 from app.settings import Settings
-from tests.conftest import TEST_SEED
+from tests.support.golden_cases import SEED as TEST_SEED
+from tests.support.paths import WIRE
 
-WIRE = Path(__file__).resolve().parent / "fixtures" / "wire"
 RUNNING = json.loads((WIRE / "sync-request-02-running-all-children-exist.json").read_text())
 FINISHED = json.loads((WIRE / "sync-request-03-launcher-succeeded-workers-terminating.json").read_text())
 TEMPLATE = "spec.mpiReplicaSpecs[Worker].template"

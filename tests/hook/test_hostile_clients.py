@@ -22,9 +22,9 @@ from pathlib import Path
 
 import pytest
 
-from tests import served
+from tests.support import served
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 WIRE = (ROOT / "tests" / "fixtures" / "wire" / "sync-request-02-running-all-children-exist.json").read_bytes()
 TOKEN = "hostile-suite-caller-token-0123456789abcdef"
 # The Deployment's memory limit is 768 Mi; the hook idles near 90 MB. Every attack must stay far below.

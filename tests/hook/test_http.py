@@ -30,12 +30,11 @@ from typing import Any
 
 import pytest
 
-from tests.builders import walk
 from tests.e2e.processes import free_port
-from tests.served import hook_env
+from tests.support.builders import walk
+from tests.support.paths import ROOT, WIRE
+from tests.support.served import hook_env
 
-ROOT = Path(__file__).resolve().parents[1]
-WIRE = Path(__file__).resolve().parent / "fixtures" / "wire"
 FIRST_SYNC = "sync-request-01-first-sync-no-children.json"
 RUNNING = "sync-request-02-running-all-children-exist.json"
 FINISHED = "sync-request-03-launcher-succeeded-workers-terminating.json"

@@ -16,10 +16,10 @@ from pathlib import Path
 import pytest
 
 from tests.e2e.processes import free_port
-from tests.golden_cases import CASES, SEED, response_path
-from tests.served import hook_env
-from tests.test_http import ROOT, Hook, _wait_healthy, curl
-from tests.test_http import pytestmark as needs_curl
+from tests.hook.test_http import ROOT, Hook, _wait_healthy, curl
+from tests.hook.test_http import pytestmark as needs_curl
+from tests.support.golden_cases import CASES, SEED, response_path
+from tests.support.served import hook_env
 
 pytestmark = needs_curl
 GANG_CASES = sorted(name for name, case in CASES.items() if case.settings.get("gang_scheduling"))

@@ -8,7 +8,7 @@ exist and what the sync wrote; after every stage the job must settle within thre
 nothing. Where we deviate from upstream on purpose (docs/compatibility.md) the docstring says so.
 
 Every sync's status and a digest of each child it returned are recorded in
-``tests/golden/lifecycle/<scenario>/steps.yaml``; regenerate with ``pytest tests/test_lifecycle.py
+``tests/golden/lifecycle/<scenario>/steps.yaml``; regenerate with ``pytest tests/hook/test_lifecycle.py
 --update-golden`` and review the diff.
 """
 
@@ -17,15 +17,15 @@ from __future__ import annotations
 import base64
 import copy
 from datetime import timedelta
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.builders import mpijob
-from tests.metacontroller import START, FakeMetacontroller, Golden, Writes, stamp
+from tests.support import paths
+from tests.support.builders import mpijob
+from tests.support.metacontroller import START, FakeMetacontroller, Golden, Writes, stamp
 
-GOLDEN = Path(__file__).parent / "golden" / "lifecycle"
+GOLDEN = paths.GOLDEN / "lifecycle"
 
 SERVICE = "Service.v1/pi"
 CONFIGMAP = "ConfigMap.v1/pi-config"

@@ -10,16 +10,13 @@ apiserver would. Each step's request and response digest is recorded under
 from __future__ import annotations
 
 import copy
-from pathlib import Path
 from typing import Any
 
 import pytest
 import yaml
 
 from app.settings import Settings
-from tests.builders import mpijob
-from tests.metacontroller import COMPOSITE_CONTROLLER, FakeMetacontroller, Golden, Writes
-from tests.test_lifecycle import (
+from tests.hook.test_lifecycle import (
     CONFIGMAP,
     LAUNCHER,
     RESUMED,
@@ -33,9 +30,12 @@ from tests.test_lifecycle import (
     steady,
     workers,
 )
+from tests.support import paths
+from tests.support.builders import mpijob
+from tests.support.metacontroller import COMPOSITE_CONTROLLER, FakeMetacontroller, Golden, Writes
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-GOLDEN = Path(__file__).parent / "golden" / "lifecycle"
+GOLDEN = paths.GOLDEN / "lifecycle"
 SCHEDULERS = {
     "volcano": ("deploy/overlays/volcano", "PodGroup.scheduling.volcano.sh/v1beta1/pi"),
     "scheduler-plugins": ("deploy/overlays/scheduler-plugins", "PodGroup.scheduling.x-k8s.io/v1alpha1/pi"),

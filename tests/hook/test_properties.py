@@ -18,7 +18,6 @@ import copy
 import json
 import time
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -33,11 +32,18 @@ from app.core.sync import Verdict, judge, sync
 from app.kube.keys import SeededKeys
 from app.kube.request import RequestError, decode_request
 from app.server.memo import ParentMemo, remember
-from tests.builders import launcher_pod, mpijob, observe, sync_request, with_job_status, with_pod_status
-from tests.kube_schema import schema_errors
-from tests.metacontroller import FakeMetacontroller
+from tests.support.builders import (
+    launcher_pod,
+    mpijob,
+    observe,
+    sync_request,
+    with_job_status,
+    with_pod_status,
+)
+from tests.support.kube_schema import schema_errors
+from tests.support.metacontroller import FakeMetacontroller
+from tests.support.paths import WIRE
 
-WIRE = Path(__file__).resolve().parent / "fixtures" / "wire"
 WIRE_REQUESTS = [json.loads(p.read_text()) for p in sorted(WIRE.glob("sync-request-*.json"))]
 NOW = datetime(2026, 5, 4, 9, 0, 30, tzinfo=UTC)
 KEYS = SeededKeys(b"property tests seed, not a secret")

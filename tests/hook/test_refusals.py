@@ -15,7 +15,7 @@ from pathlib import Path
 
 import pytest
 
-from tests import served
+from tests.support import served
 
 MARKER = "BODY-MARKER-must-not-be-logged"
 CAP = 64 * 1024

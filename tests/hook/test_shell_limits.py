@@ -28,10 +28,10 @@ from app.core.sync import Outcome, SyncResult
 from app.server import logs
 from app.server.metrics import Metrics
 from tests.e2e.processes import free_port
-from tests.served import hook_env
-from tests.test_http import STARTUP_SECONDS
+from tests.hook.test_http import STARTUP_SECONDS
+from tests.support.paths import ROOT
+from tests.support.served import hook_env
 
-ROOT = Path(__file__).resolve().parents[1]
 WIRE = ROOT / "tests" / "fixtures" / "wire" / "sync-request-02-running-all-children-exist.json"
 CAP = 256 * 1024
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 import copy
 import json
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import cel
@@ -29,9 +28,9 @@ import pytest
 import yaml
 
 from app.api.limits import MAX_WORKERS
+from tests.support.paths import ROOT
 from tools import gen_crd
 
-ROOT = Path(__file__).resolve().parents[1]
 CRD_FILE = ROOT / "crds" / "kubeflow.org_mpijobs.yaml"
 K8S_VERSION = "1.32.0"
 

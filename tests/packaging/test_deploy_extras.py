@@ -13,7 +13,6 @@ import os
 import re
 import shutil
 import subprocess
-from pathlib import Path
 from typing import Any
 
 import kubernetes_validate
@@ -26,8 +25,8 @@ from app.server.guard import SPARE_BUFFER_BYTES
 from app.server.main import create_app
 from app.server.memo import MAX_TOTAL_BYTES as MEMO_BYTES
 from app.settings import Settings
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 WIRE = ROOT / "tests" / "fixtures" / "wire"
 K8S_VERSION = "1.32.0"
 MONITORING = ROOT / "deploy" / "monitoring"
@@ -100,7 +99,7 @@ def test_network_policy_admits_only_metacontroller_to_the_hook() -> None:
 def test_the_hooks_account_may_only_create_events() -> None:
     """Least privilege: one ClusterRole with one rule, create on core Events, bound to the account the
     Deployment's Pods run as and no other; no Role or binding gives that account anything more. (deploy/
-    adds Metacontroller's own account and roles: tests/test_manifests.py.)"""
+    adds Metacontroller's own account and roles: tests/packaging/test_manifests.py.)"""
     built = kustomize("deploy/hook-only")
     roles = [o for o in built if o["kind"] in ("ClusterRole", "Role")]
     bindings = [o for o in built if o["kind"] in ("ClusterRoleBinding", "RoleBinding")]

@@ -13,14 +13,15 @@ import pytest
 import yaml
 
 from app.settings import Settings
-from tests.builders import JOB_UID, observe, sync_request, with_job_status, with_pod_status
-from tests.golden_cases import run
-from tests.kube_schema import schema_errors
+from tests.support import paths
+from tests.support.builders import JOB_UID, observe, sync_request, with_job_status, with_pod_status
+from tests.support.golden_cases import run
+from tests.support.kube_schema import schema_errors
 
-EXAMPLES = sorted((Path(__file__).parent.parent / "examples").rglob("*.yaml"))
+EXAMPLES = sorted((paths.ROOT / "examples").rglob("*.yaml"))
 
 
-# examples/gang/<file> -> (the overlay's setting, its PodGroup child as tests.builders names it)
+# examples/gang/<file> -> (the overlay's setting, its PodGroup child as tests.support.builders names it)
 GANG = {
     "pi-volcano.yaml": ("volcano", "volcano"),
     "pi-scheduler-plugins.yaml": ("scheduler-plugins-scheduler", "plugins"),

@@ -10,7 +10,9 @@ from pathlib import Path
 
 import pytest
 
-APP = Path(__file__).resolve().parent.parent / "app"
+from tests.support import paths
+
+APP = paths.ROOT / "app"
 PURE = sorted(p for layer in ("api", "kube", "children", "core") for p in (APP / layer).rglob("*.py"))
 
 

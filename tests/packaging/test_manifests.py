@@ -30,9 +30,9 @@ import yaml
 
 from app.kube.gang import gang_scheduler
 from app.settings import Settings
+from tests.support.paths import ROOT
 from tools import gen_install
 
-ROOT = Path(__file__).resolve().parents[1]
 INSTALL_FILE = gen_install.INSTALL_PATH
 K8S_VERSION = "1.32.0"
 NAME = "mpi-operator-hook"

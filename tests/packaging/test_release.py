@@ -20,11 +20,11 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.test_docs import PAGES
-from tests.test_manifests import kustomize
+from tests.docs.test_docs import PAGES
+from tests.packaging.test_manifests import kustomize
+from tests.support.paths import ROOT
 from tools import gen_install
 
-ROOT = Path(__file__).resolve().parents[1]
 WORKFLOWS = sorted((ROOT / ".github" / "workflows").glob("*.yaml"))
 RELEASE = ROOT / ".github" / "workflows" / "release.yaml"
 VENV_BIN = Path(sys.executable).parent

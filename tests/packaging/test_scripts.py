@@ -9,7 +9,7 @@ import subprocess
 import sys
 from pathlib import Path
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
 
 
 def make_venv(tmp_path: Path, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
@@ -61,8 +61,9 @@ def test_with_ensurepip_make_venv_creates_a_venv_with_pip(tmp_path: Path) -> Non
 
 
 def test_ci_runs_the_suite_under_the_oldest_python_the_readme_claims() -> None:
-    """pyproject's requires-python (which the README's version table repeats, tests/test_release.py) is the
-    minor version of Debian 12's /usr/bin/python3, and .ci/run runs the fast folders under that Python."""
+    """pyproject's requires-python (which the README's version table repeats, tests/packaging/test_release.py)
+    is the minor version of Debian 12's /usr/bin/python3, and .ci/run runs the fast folders under that
+    Python."""
     import tomllib
 
     floor = tomllib.loads((ROOT / "pyproject.toml").read_text())["project"]["requires-python"]

@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-ROOT = Path(__file__).resolve().parent.parent
+from tests.support.paths import ROOT
+
 APP = ROOT / "app"
 MAX_MODULE_LINES = 400
 MAX_FUNCTION_LINES = 40

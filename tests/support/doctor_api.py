@@ -19,7 +19,9 @@ from typing import Any
 
 import yaml
 
-FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
+from tests.support import paths
+
+FIXTURES = paths.FIXTURES / "doctor"
 NS = "doctor"
 JOB = f"/apis/kubeflow.org/v2beta1/namespaces/{NS}/mpijobs/pi"
 LAUNCHER = f"/apis/batch/v1/namespaces/{NS}/jobs/pi-launcher"
@@ -136,7 +138,7 @@ def kubeconfig(path: Path, server: str, user: dict[str, Any], **cluster: str) ->
 def doctor(*args: str, cwd: Path | None = None) -> subprocess.CompletedProcess[str]:
     """``mpijob doctor ARGS`` as a real process."""
     argv = [sys.executable, "-m", "app.cli.program", "doctor", *args]
-    root = Path(__file__).resolve().parents[1]
+    root = paths.ROOT
     environ = {**os.environ, "PYTHONPATH": str(root)}
     return subprocess.run(
         argv, capture_output=True, text=True, check=False, cwd=cwd or root, env=environ, timeout=RUN_SECONDS

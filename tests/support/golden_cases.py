@@ -23,7 +23,7 @@ from app.kube.request import decode_request
 from app.server.memo import ParentMemo, remember
 from app.server.record import CASE
 from app.settings import Settings, env_name
-from tests.builders import (
+from tests.support.builders import (
     MPIJobBuilder,
     launcher_pod,
     mpijob,
@@ -33,9 +33,8 @@ from tests.builders import (
     with_job_status,
     with_pod_status,
 )
+from tests.support.paths import GOLDEN, WIRE
 
-GOLDEN = Path(__file__).parent / "golden"
-WIRE = Path(__file__).parent / "fixtures" / "wire"
 NOW = datetime(2026, 5, 4, 9, 0, 30, tzinfo=UTC)
 SEED = b"mpi-operator-hook test seed, not a secret"
 

@@ -11,12 +11,13 @@ import copy
 import functools
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import jsonschema
 from kubernetes_validate.utils import schema_contents
 from referencing import Registry, Resource
+
+from tests.support import paths
 
 KUBERNETES_VERSION = "1.32.0"
 REDACTED = "cmVkYWN0ZWQ="  # base64("redacted"): key material never reaches an error message
@@ -34,7 +35,7 @@ def _folder() -> str:
 
 
 # Custom resources we emit: our own schemas, written from each project's Go API types (tests/schemas/).
-OWN_SCHEMAS = Path(__file__).parent / "schemas"
+OWN_SCHEMAS = paths.TESTS / "schemas"
 CUSTOM_KINDS = {
     ("scheduling.volcano.sh/v1beta1", "PodGroup"): "podgroup-scheduling.volcano.sh-v1beta1.json",
     ("scheduling.x-k8s.io/v1alpha1", "PodGroup"): "podgroup-scheduling.x-k8s.io-v1alpha1.json",

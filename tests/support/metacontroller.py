@@ -47,10 +47,10 @@ from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
 from app.server.memo import ParentMemo, remember
 from app.settings import Settings
-from tests.builders import with_pod_status
-from tests.kube_schema import CUSTOM_KINDS, custom_resource_schema, schema_errors
+from tests.support.builders import with_pod_status
+from tests.support.kube_schema import CUSTOM_KINDS, custom_resource_schema, schema_errors
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parent.parent
 COMPOSITE_CONTROLLER = ROOT / "metacontroller" / "compositecontroller.yaml"
 CRD = ROOT / "crds" / "kubeflow.org_mpijobs.yaml"
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"

@@ -3,6 +3,9 @@
 ``deploy/components/metacontroller/`` installs Metacontroller from GitHub (its ``manifests/production`` at
 v4.17.2). Tests cannot reach GitHub, so they serve a stand-in with the same objects as a local git repository
 and point git's ``url.<local>.insteadOf`` at it: ``kubectl kustomize deploy/`` then runs unchanged.
+
+The folders whose tests build ``deploy/`` take the session fixture ``served_metacontroller`` in their
+conftest.py (tests/docs, tests/packaging, tests/e2e, tests/node); the rest of the suite never builds it.
 """
 
 from __future__ import annotations
@@ -10,9 +13,15 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
+import tempfile
+from collections.abc import Iterator
 from pathlib import Path
 
-STANDIN = Path(__file__).parent / "manifests" / "metacontroller-production"
+import pytest
+
+from tests.support import paths
+
+STANDIN = paths.TESTS / "manifests" / "metacontroller-production"
 REMOTE = "https://github.com/metacontroller/"
 REF = "v4.17.2"
 MANIFESTS = ("namespace.yaml", "rbac.yaml", "metacontroller.yaml")
@@ -59,3 +68,17 @@ def serve(workdir: Path, crds: Path | None = None) -> dict[str, str]:
 def install_in_environ(workdir: Path, crds: Path | None = None) -> None:
     """``serve`` for this process and every ``kubectl`` it starts."""
     os.environ.update(serve(workdir, crds))
+
+
+@pytest.fixture(scope="session", autouse=True)
+def served_metacontroller() -> Iterator[None]:
+    """``install_in_environ`` for the session, with Metacontroller's real CRDs when the e2e binaries are here
+    (the real-node quick start installs them from deploy/); the stand-in is removed at the end."""
+    # Imported here: only a session that builds deploy/ looks for the binaries (without extracting them).
+    from tests.e2e.controlplane import metacontroller_crds, tarball_dir
+
+    workdir = Path(tempfile.mkdtemp(prefix="mpi-hook-metacontroller-standin-"))
+    given = os.environ.get("MPI_HOOK_E2E_BIN_DIR")
+    install_in_environ(workdir, metacontroller_crds(Path(given) if given else tarball_dir()))
+    yield
+    shutil.rmtree(workdir, ignore_errors=True)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from tests.kube_schema import custom_resource_schema
+from tests.support.kube_schema import custom_resource_schema
 
 PODGROUP_API_VERSIONS = ("scheduling.volcano.sh/v1beta1", "scheduling.x-k8s.io/v1alpha1")
 

@@ -19,8 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from tests.e2e.processes import free_port
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 VENV_BIN = Path(sys.executable).parent
 # A loaded CI machine can take many seconds to import FastAPI; a slow start is not what is tested.
 STARTUP_SECONDS = 60.0

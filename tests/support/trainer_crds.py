@@ -15,7 +15,8 @@ from typing import Any
 import pytest
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 FOLDER = "trainer-v2.3.0"
 CRD_FILES = {
     "TrainJob": "trainer.kubeflow.org_trainjobs.yaml",
@@ -59,7 +60,7 @@ def schema(kind: str) -> dict[str, Any]:
 def _admission(kind: str) -> tuple[dict[str, Any], dict[str, Any]]:
     import cel
 
-    from tests.test_crd import _nodes
+    from tests.packaging.test_crd import _nodes
 
     node = schema(kind)
     rules = {r["rule"] for _, n, _ in _nodes(node) for r in n.get("x-kubernetes-validations", [])}
@@ -68,7 +69,7 @@ def _admission(kind: str) -> tuple[dict[str, Any], dict[str, Any]]:
 
 def admission_errors(obj: dict[str, Any]) -> set[tuple[str, str, str]]:
     """What the apiserver with Trainer's CRDs refuses in ``obj``: unknown fields, schema, CEL rules."""
-    from tests import test_crd
+    from tests.packaging import test_crd
 
     node, programs = _admission(obj["kind"])
     return test_crd.unknown_fields(node, obj) | test_crd.admission_errors(node, programs, obj)

@@ -1,7 +1,7 @@
 """The MPIJobs converted to TrainJobs in the tests: every example, and a table of variants of them.
 
-Shared by the pure tests (tests/test_convert_trainjob.py: meaning, schema) and the end-to-end test
-(tests/e2e/test_e2e_trainer.py: a real apiserver with Trainer's CRDs), so both prove the same list.
+Shared by the pure tests (tests/unit/convert/test_convert_trainjob.py: meaning, schema) and the end-to-end
+test (tests/e2e/test_e2e_trainer.py: a real apiserver with Trainer's CRDs), so both prove the same list.
 """
 
 from __future__ import annotations
@@ -14,7 +14,8 @@ from typing import Any
 
 import yaml
 
-ROOT = Path(__file__).resolve().parents[1]
+from tests.support.paths import ROOT
+
 EXAMPLES = sorted((ROOT / "examples").rglob("*.yaml"))
 # Trainer runs OpenMPI only: these examples are refused (exit 2).
 REFUSED_EXAMPLES = {"pi-intel.yaml": "Intel", "pi-mpich.yaml": "MPICH"}
@@ -33,7 +34,7 @@ class Variant:
     base: Path
     change: Callable[[dict[str, Any]], None] | None = None
     gang: str = ""
-    # A shipped Trainer runtime (tests/trainer_crds.py) to convert onto with --runtime.
+    # A shipped Trainer runtime (tests/support/trainer_crds.py) to convert onto with --runtime.
     runtime: str = ""
 
     def job(self) -> dict[str, Any]:

@@ -7,7 +7,6 @@ Metacontroller would store it in its last-applied annotation), across names, dom
 from __future__ import annotations
 
 import tracemalloc
-from pathlib import Path
 from typing import Any
 
 import orjson
@@ -23,11 +22,10 @@ from app.core.sync import sync
 from app.kube import names
 from app.kube.request import RequestError, decode_request
 from app.settings import Settings
-from tests.builders import mpijob, sync_request
-from tests.conftest import NOW
-from tests.metacontroller import FakeMetacontroller
-
-WIRE = Path(__file__).resolve().parent / "fixtures" / "wire"
+from tests.support.builders import mpijob, sync_request
+from tests.support.golden_cases import NOW
+from tests.support.metacontroller import FakeMetacontroller
+from tests.support.paths import WIRE
 
 
 def _job(name: str = "pi", namespace: str = "default", **spec: Any) -> Job:

@@ -1,8 +1,8 @@
 """Every lint rule with a case that trips it and a near-identical case that does not.
 
-Cases start from upstream's pi example shape (``tests/test_crd.py``'s ``pi()``) and change one thing. Then the
-admission rules: lint must reject what the CRD (rebuilt in ``test_crd``) rejects, with the CRD's messages,
-and pass what it admits.
+Cases start from upstream's pi example shape (``tests/packaging/test_crd.py``'s ``pi()``) and change one
+thing. Then the admission rules: lint must reject what the CRD (rebuilt in ``test_crd``) rejects, with the
+CRD's messages, and pass what it admits.
 """
 
 from __future__ import annotations
@@ -17,8 +17,8 @@ import yaml
 from app.api import child_names
 from app.api.lint import IGNORE_ANNOTATION, RULES, SEVERITIES, Rule, Severity, lint, lint_manifest
 from app.api.types import MPIJob
-from tests import test_crd
-from tests.test_crd import CRD_FILE, INVALID, VALID, pi
+from tests.packaging import test_crd
+from tests.packaging.test_crd import CRD_FILE, INVALID, VALID, pi
 
 Job = dict[str, Any]
 LAUNCHER = "spec.mpiReplicaSpecs.Launcher"

@@ -20,7 +20,7 @@ from app.children.launcher import build_launcher
 from app.children.launcher_wait import DEFAULT_WAIT_SECONDS, SCRIPT
 from app.children.service import build_service
 from app.kube.names import LAUNCHER_WAIT_ANNOTATION, WAIT_FOR_WORKERS_CONTAINER
-from tests.builders import mpijob
+from tests.support.builders import mpijob
 
 
 def _spec(job: dict[str, Any]) -> dict[str, Any]:

@@ -18,9 +18,9 @@ from app.api.types import RestartPolicy, SchedulingPolicy
 from app.children import podgroup
 from app.children.podgroup import GangJob
 from app.kube.gang import GangScheduler, gang_scheduler
-from tests.kube_schema import schema_errors
-from tests.podgroup_crds import PODGROUP_API_VERSIONS, podgroup_crd
-from tests.test_crd import test_schema_is_structural as structural
+from tests.packaging.test_crd import test_schema_is_structural as structural
+from tests.support.kube_schema import schema_errors
+from tests.support.podgroup_crds import PODGROUP_API_VERSIONS, podgroup_crd
 
 VOLCANO = GangScheduler("volcano")
 PLUGINS = GangScheduler("scheduler-plugins-scheduler")

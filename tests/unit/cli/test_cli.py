@@ -17,10 +17,10 @@ from typing import Any
 import pytest
 import yaml
 
-from tests.golden_cases import response_path
-from tests.kube_schema import schema_errors
+from tests.support.golden_cases import response_path
+from tests.support.kube_schema import schema_errors
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 MPIJOB = Path(sys.executable).parent / "mpijob"
 PI = ROOT / "examples" / "pi" / "pi.yaml"
 GPU = ROOT / "examples" / "gpu" / "tensorflow-benchmarks.yaml"

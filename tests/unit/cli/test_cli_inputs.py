@@ -1,7 +1,7 @@
 """Hostile input to every ``mpijob`` command that reads a file (``replay``'s recorded answers too), and a
 bad name in every flag that names something in a cluster: each is exit code 2 with one line on stderr
 (naming the file and line, or the flag), nothing on stdout and no traceback, as a user runs the installed
-command (``tests.test_cli.mpijob``).
+command (``tests.unit.cli.test_cli.mpijob``).
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ import pytest
 
 from app.cli import arguments
 from app.cli.program import build_parser
-from tests.test_cli import PI, mpijob
+from tests.unit.cli.test_cli import PI, mpijob
 
 MIB = 1024 * 1024
 DEPTH = 1000

@@ -15,8 +15,8 @@ from collections.abc import Iterator
 import pytest
 
 from app.cli.exits import EXIT_CANNOT_SERVE, EXIT_UNUSABLE
-from tests.served import UNAUTHENTICATED, without_hook_settings
-from tests.test_cli import MPIJOB, ROOT, mpijob
+from tests.support.served import UNAUTHENTICATED, without_hook_settings
+from tests.unit.cli.test_cli import MPIJOB, ROOT, mpijob
 
 
 def _environment() -> dict[str, str]:

@@ -18,8 +18,9 @@ import pytest
 
 from app.cli.doctor.checks import CHECKS, diagnose
 from app.cli.doctor.snapshot import Snapshot
+from tests.support import paths
 
-FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
+FIXTURES = paths.FIXTURES / "doctor"
 RECORDED = {path.stem: path for path in sorted(FIXTURES.glob("*.json"))}
 HEALTHY = ("running", "healthy")
 

@@ -19,8 +19,8 @@ import pytest
 from app.cli.doctor import execplugin
 from app.cli.doctor.client import CannotRead, Reader
 from app.cli.doctor.kubeconfig import Connection, KubeconfigError, load
-from tests import doctor_api
-from tests.doctor_api import Api, Serving, doctor, kubeconfig
+from tests.support import doctor_api
+from tests.support.doctor_api import Api, Serving, doctor, kubeconfig
 
 # What /etc/shadow looks like: a secret file that is not a token.
 SHADOW = "root:$y$j9T$Zm9vYmFy$c2VjcmV0aGFzaA:19700:0:99999:7:::\ndaemon:*:19700:0:99999:7:::\n"

@@ -1,6 +1,7 @@
-"""``mpijob doctor`` against a hostile API server (a real one on 127.0.0.1, tests/doctor_api.py) and hostile
-``--load`` files: every wrong answer is exit 2 with one line naming the read and what was wrong, never exit 3
-("internal error"); answers are bounded in bytes and in time; server text is printed without its controls.
+"""``mpijob doctor`` against a hostile API server (a real one on 127.0.0.1, tests/support/doctor_api.py) and
+hostile ``--load`` files: every wrong answer is exit 2 with one line naming the read and what was wrong, never
+exit 3 ("internal error"); answers are bounded in bytes and in time; server text is printed without its
+controls.
 """
 
 from __future__ import annotations
@@ -21,13 +22,22 @@ from app.cli.doctor.client import CannotRead, Read, Reader
 from app.cli.doctor.kubeconfig import Connection
 from app.cli.doctor.snapshot import Snapshot
 from app.cli.doctor.untrusted import Hostile
-from tests import doctor_api
-from tests import test_doctor_reads as reads
-from tests.doctor_api import EVENTS, JOB, LAUNCHER, PODS, Answer, Api, Serving, as_json, doctor, kubeconfig
-from tests.doctor_api import recorded as recorded_snapshot
-
-ROOT = Path(__file__).resolve().parents[1]
-
+from tests.support import doctor_api
+from tests.support.doctor_api import (
+    EVENTS,
+    JOB,
+    LAUNCHER,
+    PODS,
+    Answer,
+    Api,
+    Serving,
+    as_json,
+    doctor,
+    kubeconfig,
+)
+from tests.support.doctor_api import recorded as recorded_snapshot
+from tests.support.paths import ROOT
+from tests.unit.cli import test_doctor_reads as reads
 
 api = pytest.fixture(name="api")(doctor_api.running)
 
@@ -259,7 +269,8 @@ def _paths(obj: Any, prefix: tuple[Any, ...] = ()) -> Iterator[tuple[Any, ...]]:
 
 
 def test_any_mutated_answer_is_judged_or_refused_never_a_crash() -> None:
-    """In-process (httpx's MockTransport, tests/test_doctor_reads.py's server) for speed: 250 answers."""
+    """In-process (httpx's MockTransport, tests/unit/cli/test_doctor_reads.py's server) for speed: 250
+    answers."""
     rng = random.Random(20261205)
     refused = 0
     for _ in range(250):

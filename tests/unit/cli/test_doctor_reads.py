@@ -9,7 +9,6 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable
-from pathlib import Path
 from typing import Any
 
 import httpx
@@ -19,8 +18,9 @@ from app.cli.doctor.client import CannotRead, Reader
 from app.cli.doctor.gather import gather
 from app.cli.doctor.kubeconfig import Connection
 from app.cli.doctor.snapshot import Snapshot
+from tests.support import paths
 
-FIXTURES = Path(__file__).parent / "fixtures" / "doctor"
+FIXTURES = paths.FIXTURES / "doctor"
 NS = "doctor"
 SECRET_DATA = "c2VjcmV0LWtleS1tYXRlcmlhbA=="
 

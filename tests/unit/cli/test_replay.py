@@ -21,10 +21,10 @@ import pytest
 
 from app.cli.replay import diff, without_volatile
 from app.server.record import VOLATILE
-from tests import served
 from tests.e2e.processes import free_port
+from tests.support import served
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "requests"
 CASES = sorted(p for p in EXAMPLES.iterdir() if p.is_dir())
 

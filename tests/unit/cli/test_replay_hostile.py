@@ -25,9 +25,9 @@ import pytest
 from app.cli import replay_io
 from app.cli.replay import MAX_TIMEOUT
 from app.settings import Settings
-from tests import served
+from tests.support import served
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DEEP = b"[" * 300 + b"]" * 300  # past orjson's 255 levels
 SERVER_SECONDS = 30.0  # no hostile server goes on longer than this, whatever the client does
 

@@ -17,14 +17,15 @@ import yaml
 from app.api.lint import Severity, lint_manifest
 from app.convert.mpijob import ConvertError, to_v2beta1
 from app.convert.trainjob import to_trainjob
-from tests.test_cli import mpijob, objects
-from tests.test_crd import CRD_FILE, _nodes, admission_errors
+from tests.packaging.test_crd import CRD_FILE, _nodes, admission_errors
+from tests.unit.cli.test_cli import mpijob, objects
 
 import cel  # isort: skip
+from tests.support import paths
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
-FIXTURES = Path(__file__).parent / "fixtures" / "convert"
-GOLDEN = Path(__file__).parent / "golden" / "convert"
+FIXTURES = paths.FIXTURES / "convert"
+GOLDEN = paths.GOLDEN / "convert"
 
 
 def load(path: Path) -> dict[str, Any]:

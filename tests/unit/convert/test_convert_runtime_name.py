@@ -22,9 +22,9 @@ import pytest
 import yaml
 
 from app.convert.trainjob import to_trainjob
-from tests.test_cli import mpijob, objects
-from tests.test_convert_trainjob import HOOK_ENV
-from tests.trainer_variants import PI, load
+from tests.support.trainer_variants import PI, load
+from tests.unit.cli.test_cli import mpijob, objects
+from tests.unit.convert.test_convert_trainjob import HOOK_ENV
 
 TOKEN = "kubeconfig-token-never-printed-4711"
 API = "/apis/trainer.kubeflow.org/v1alpha1"

@@ -1,12 +1,12 @@
 """``mpijob convert --to trainjob``: what Kubeflow Trainer v2.3.0 would run is the job the hook runs.
 
-For every example and every variant (tests/trainer_variants.py) the conversion is fed to a model of Trainer
-(tests/trainer_model.py, written from Trainer's source) and compared, field by field, with what the hook
-itself creates for the MPIJob (its real first sync): how many node Pods and hosts, the slots, where the SSH
-key is and who can read it, and the launcher's and the nodes' containers (images, commands, env, resources,
-mounts), Pod fields, labels and annotations. What the hook adds that Trainer does not is removed first, each
-item named in ``HOOK_ONLY`` (docs/migration.md lists them as lost). The failure policy is compared decision
-by decision; Intel MPI and MPICH are refused with the reason and the way out.
+For every example and every variant (tests/support/trainer_variants.py) the conversion is fed to a model of
+Trainer (tests/support/trainer_model.py, written from Trainer's source) and compared, field by field, with
+what the hook itself creates for the MPIJob (its real first sync): how many node Pods and hosts, the slots,
+where the SSH key is and who can read it, and the launcher's and the nodes' containers (images, commands, env,
+resources, mounts), Pod fields, labels and annotations. What the hook adds that Trainer does not is removed
+first, each item named in ``HOOK_ONLY`` (docs/migration.md lists them as lost). The failure policy is compared
+decision by decision; Intel MPI and MPICH are refused with the reason and the way out.
 """
 
 from __future__ import annotations
@@ -27,12 +27,12 @@ from app.convert.trainjob import Target, to_trainjob
 from app.core.observed import Exit
 from app.core.policies.failure import Action, PodFailure, rule_on
 from app.settings import Settings
-from tests.builders import JOB_UID, observe, sync_request
-from tests.golden_cases import PRIORITY_CLASSES, run, running
-from tests.test_cli import mpijob, objects
-from tests.trainer_crds import shipped_runtime
-from tests.trainer_model import Made, jobset_decision, make, pod_failure
-from tests.trainer_variants import EXAMPLES, PI, REFUSED_EXAMPLES, ROOT, VARIANTS, Variant, load
+from tests.support.builders import JOB_UID, observe, sync_request
+from tests.support.golden_cases import PRIORITY_CLASSES, run, running
+from tests.support.trainer_crds import shipped_runtime
+from tests.support.trainer_model import Made, jobset_decision, make, pod_failure
+from tests.support.trainer_variants import EXAMPLES, PI, REFUSED_EXAMPLES, ROOT, VARIANTS, Variant, load
+from tests.unit.cli.test_cli import mpijob, objects
 
 CASES = [Variant(p.stem, p) for p in EXAMPLES if p.name not in REFUSED_EXAMPLES] + VARIANTS
 IDS = [case.name for case in CASES]

@@ -1,7 +1,8 @@
 """Every object ``mpijob convert --to trainjob`` writes fits Kubeflow Trainer v2.3.0's CRDs, walked field by
 field: no field the CRD does not define (the apiserver would prune it, or refuse it under strict field
-validation), the schema's types, enums and bounds, and the CEL rules, as tests/test_crd.py rebuilds the
-apiserver's admission. Never a name Trainer dropped: runtime ``mpi-distributed``, ``podTemplateOverrides``.
+validation), the schema's types, enums and bounds, and the CEL rules, as tests/packaging/test_crd.py rebuilds
+the apiserver's admission. Never a name Trainer dropped: runtime ``mpi-distributed``,
+``podTemplateOverrides``.
 
 The real apiserver checks the same objects in tests/e2e/test_e2e_trainer.py.
 """
@@ -14,8 +15,8 @@ from typing import Any
 
 import pytest
 
-from tests.test_convert_trainjob import CASES, IDS, convert
-from tests.trainer_crds import admission_errors
+from tests.support.trainer_crds import admission_errors
+from tests.unit.convert.test_convert_trainjob import CASES, IDS, convert
 
 DROPPED_BY_TRAINER = ("mpi-distributed", "podTemplateOverrides")
 

@@ -7,14 +7,14 @@ result or a clear error with exit code 2: never exit 0 with an empty or broken j
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from tests.test_cli import mpijob, objects
+from tests.support import paths
+from tests.unit.cli.test_cli import mpijob, objects
 
-FIXTURES = Path(__file__).parent / "fixtures" / "convert"
+FIXTURES = paths.FIXTURES / "convert"
 CHILDREN = ["Service", "ConfigMap", "Secret", "Pod", "Pod", "Job"]
 
 # fixture -> command -> (exit code, text expected on stderr, or stdout for lint; None: nothing there)

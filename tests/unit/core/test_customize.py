@@ -11,7 +11,7 @@ import pytest
 
 from app.core.customize import customize
 from app.kube.request import decode_request
-from tests.builders import controller, priority_class, sync_request
+from tests.support.builders import controller, priority_class, sync_request
 
 PARENT = {
     "apiVersion": "kubeflow.org/v2beta1",

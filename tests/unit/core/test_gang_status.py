@@ -7,8 +7,8 @@ from typing import Any
 import pytest
 
 from app.settings import Settings
-from tests.builders import mpijob, sync_request
-from tests.golden_cases import run
+from tests.support.builders import mpijob, sync_request
+from tests.support.golden_cases import run
 
 VOLCANO = Settings(gang_scheduling="volcano")
 NOTICE = {

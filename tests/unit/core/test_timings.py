@@ -9,9 +9,9 @@ import pytest
 from app.core.sync import Outcome, SyncResult
 from app.core.timings import Phase, Timing
 from app.server.metrics import Metrics
-from tests.builders import mpijob
-from tests.metacontroller import FakeMetacontroller
-from tests.test_failure_policy import job, run_attempt, started
+from tests.support.builders import mpijob
+from tests.support.metacontroller import FakeMetacontroller
+from tests.unit.core.policies.test_failure_policy import job, run_attempt, started
 
 
 def measured(mc: FakeMetacontroller) -> list[tuple[str, float, str]]:

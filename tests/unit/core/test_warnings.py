@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -22,10 +21,10 @@ from app.core.notices import notices
 from app.core.reasons import REASON_LINT
 from app.core.status import WireCondition, write_conditions
 from app.core.warnings import lint_message
-from tests.builders import mpijob
-from tests.test_lint import CASES
+from tests.support.builders import mpijob
+from tests.support.paths import GOLDEN
+from tests.unit.api.test_lint import CASES
 
-GOLDEN = Path(__file__).parent / "golden"
 T0 = datetime(2026, 5, 4, 9, 0, 0, tzinfo=UTC)
 T1 = datetime(2026, 5, 4, 9, 0, 10, tzinfo=UTC)
 CREATED = {"type": "Created", "status": "True", "reason": "MPIJobCreated"}

@@ -26,10 +26,10 @@ from app.server.auth import MAX_HEADER_BYTES, CallerCredential, Refusal, bearer_
 from app.server.guard import UNAUTHORIZED
 from app.server.main import create_app
 from app.settings import Settings
-from tests import served
-from tests.conftest import TEST_SEED
+from tests.support import served
+from tests.support.golden_cases import SEED as TEST_SEED
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 FIRST_SYNC = ROOT / "tests" / "fixtures" / "wire" / "sync-request-01-first-sync-no-children.json"
 TOKEN = "caller-token-never-printed-0123456789"
 OTHER = "another-token-never-printed-9876543210"

@@ -39,9 +39,9 @@ from app.server.main import create_app, sync_endpoint
 from app.server.metrics import Metrics
 from app.server.ratelimit import Budget, EventBudget
 from app.settings import EventsAccess, Settings
-from tests.conftest import TEST_SEED
+from tests.support.golden_cases import SEED as TEST_SEED
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 FIRST_SYNC = ROOT / "tests" / "fixtures" / "wire" / "sync-request-01-first-sync-no-children.json"
 NOW = datetime(2026, 5, 4, 9, 0, 30, tzinfo=UTC)
 TOKEN = "token-value-never-printed-0123456789"

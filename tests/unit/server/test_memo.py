@@ -9,8 +9,8 @@ import orjson
 from app.core.sync import Verdict
 from app.server.memo import ParentMemo
 from app.settings import Settings
-from tests.builders import mpijob, sync_request
-from tests.golden_cases import all_cases, sync_at_now
+from tests.support.builders import mpijob, sync_request
+from tests.support.golden_cases import all_cases, sync_at_now
 
 
 def _answer(body: bytes, settings: Settings, memo: ParentMemo[Verdict] | None) -> dict[str, Any]:

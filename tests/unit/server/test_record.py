@@ -27,9 +27,9 @@ from app.server import record
 from app.server.record import RequestRecorder
 from app.server.redact import REDACTED, redact
 from app.settings import Settings, SettingsError, load_settings
-from tests import served
+from tests.support import served
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 EXAMPLES = ROOT / "examples" / "requests"
 CREDENTIAL = "s3cr3t-token-value-never-on-disk"
 

@@ -6,14 +6,13 @@ from __future__ import annotations
 
 import json
 import re
-from pathlib import Path
 from typing import Any
 
 import pytest
 
 from app.server.redact import CREDENTIAL_FRAGMENTS, CREDENTIAL_WORDS, REDACTED, credential_name, redact
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 VALUE = "s3cr3t-value"
 
 

@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 from fastapi.testclient import TestClient
 
 from app.kube.keys import SSHKeyPair
 from app.server.main import create_app
 from app.settings import Settings
+from tests.support import paths
 
-FIRST_SYNC = Path(__file__).parent / "fixtures" / "wire" / "sync-request-01-first-sync-no-children.json"
+FIRST_SYNC = paths.WIRE / "sync-request-01-first-sync-no-children.json"
 
 
 def broken_keys(job_uid: str) -> SSHKeyPair:

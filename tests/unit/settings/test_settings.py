@@ -18,8 +18,8 @@ import pytest
 from app.kube.keys import MIN_SEED_BYTES, SeededKeys, random_keys
 from app.settings import MAX_CALLER_TOKEN_BYTES, Settings, SettingsError, load_settings, read_caller_token
 from tests.e2e.processes import free_port
+from tests.support.paths import ROOT
 
-ROOT = Path(__file__).resolve().parents[1]
 DOMAIN = "MPI_OPERATOR_CLUSTER_DOMAIN"
 GANG = "MPI_OPERATOR_GANG_SCHEDULING"
 SEED = "MPI_OPERATOR_SSH_KEY_SEED_FILE"

@@ -23,8 +23,8 @@ from app.kube.keys import SeededKeys
 from app.kube.request import RequestError, decode_request
 from app.server.metrics import Metrics
 from app.settings import Settings
-from tests.builders import mpijob
-from tests.metacontroller import SEED, START, FakeMetacontroller
+from tests.support.builders import mpijob
+from tests.support.metacontroller import SEED, START, FakeMetacontroller
 
 KEYS = SeededKeys(SEED)
 CONFIG = Settings().sync_config
