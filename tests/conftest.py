@@ -4,7 +4,7 @@ environment every local hook inherits, and how xdist shares the folders out.
 What only some folders need lives in their own conftest.py: the Metacontroller stand-in that ``kubectl
 kustomize deploy/`` reads (tests/support/metacontroller_standin.py) in tests/docs, tests/packaging,
 tests/e2e and tests/node; the cluster harnesses' ``ns`` fixture (tests/support/clusters.py) in tests/e2e and
-tests/node. tests/packaging/test_structure.py keeps this file free of tests.e2e.
+tests/node. tests/packaging/test_suite_layout.py keeps this file free of tests.e2e.
 """
 
 from __future__ import annotations
