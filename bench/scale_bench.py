@@ -363,7 +363,7 @@ def shipped_metacontroller_flags() -> list[str]:
     pulls Metacontroller's manifests from GitHub: offline, a local stand-in serves them (as in the tests)."""
     with tempfile.TemporaryDirectory(prefix="scale-bench-standin-") as standin:
         env = dict(os.environ)
-        if "GIT_CONFIG_COUNT" not in env:  # under pytest, tests/conftest.py has served it already
+        if "GIT_CONFIG_COUNT" not in env:  # under pytest, tests/e2e/conftest.py has served it
             env |= metacontroller_standin.serve(Path(standin))
         built = subprocess.run(
             ["kubectl", "kustomize", str(ROOT / "deploy" / "metacontroller")],

@@ -13,8 +13,6 @@ from __future__ import annotations
 import os
 import shutil
 import subprocess
-import tempfile
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -26,6 +24,7 @@ REMOTE = "https://github.com/metacontroller/"
 REF = "v4.17.2"
 MANIFESTS = ("namespace.yaml", "rbac.yaml", "metacontroller.yaml")
 CRDS_FILE = "metacontroller-crds-v1.yaml"
+SERVED = pytest.StashKey[Path]()  # the stand-in's folder, once served in this session
 # kustomize labels everything its production kustomization lists (commonLabels).
 KUSTOMIZATION = """\
 commonLabels:
@@ -71,14 +70,16 @@ def install_in_environ(workdir: Path, crds: Path | None = None) -> None:
 
 
 @pytest.fixture(scope="session", autouse=True)
-def served_metacontroller() -> Iterator[None]:
-    """``install_in_environ`` for the session, with Metacontroller's real CRDs when the e2e binaries are here
-    (the real-node quick start installs them from deploy/); the stand-in is removed at the end."""
-    # Imported here: only a session that builds deploy/ looks for the binaries (without extracting them).
-    from tests.e2e.controlplane import metacontroller_crds, tarball_dir
+def served_metacontroller(request: pytest.FixtureRequest, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """``install_in_environ`` once a session, with Metacontroller's real CRDs when the e2e binaries are here
+    (the real-node quick start installs them from deploy/). Each folder's conftest.py that takes this fixture
+    makes a fixture of its own: the first to run serves the stand-in, the others find it served."""
+    if SERVED not in request.config.stash:
+        # Imported here: only a session that builds deploy/ looks for the binaries (without extracting them).
+        from tests.e2e.controlplane import metacontroller_crds, tarball_dir
 
-    workdir = Path(tempfile.mkdtemp(prefix="mpi-hook-metacontroller-standin-"))
-    given = os.environ.get("MPI_HOOK_E2E_BIN_DIR")
-    install_in_environ(workdir, metacontroller_crds(Path(given) if given else tarball_dir()))
-    yield
-    shutil.rmtree(workdir, ignore_errors=True)
+        workdir = tmp_path_factory.mktemp("metacontroller-standin")
+        given = os.environ.get("MPI_HOOK_E2E_BIN_DIR")
+        install_in_environ(workdir, metacontroller_crds(Path(given) if given else tarball_dir()))
+        request.config.stash[SERVED] = workdir
+    return request.config.stash[SERVED]
