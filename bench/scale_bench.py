@@ -57,7 +57,6 @@ import yaml
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from tests import metacontroller_standin
 from tests.e2e.conftest import events_account, install_overlay
 from tests.e2e.controlplane import (
     ControlPlane,
@@ -71,6 +70,7 @@ from tests.e2e.controlplane import (
 from tests.e2e.hook import Hook, install_caller_token
 from tests.e2e.kube import ApiError, Kube, finish_pod, run_pod, wait_for
 from tests.e2e.processes import Started, http_ok, wait_until_ready
+from tests.support import metacontroller_standin
 
 ROOT = Path(__file__).resolve().parent.parent
 CASES = {"20x32": (20, 32), "50x64": (50, 64), "1x4096": (1, 4096), "200x8": (200, 8)}
@@ -363,7 +363,7 @@ def shipped_metacontroller_flags() -> list[str]:
     pulls Metacontroller's manifests from GitHub: offline, a local stand-in serves them (as in the tests)."""
     with tempfile.TemporaryDirectory(prefix="scale-bench-standin-") as standin:
         env = dict(os.environ)
-        if "GIT_CONFIG_COUNT" not in env:  # under pytest, tests/conftest.py has served it already
+        if "GIT_CONFIG_COUNT" not in env:  # under pytest, tests/e2e/conftest.py has served it
             env |= metacontroller_standin.serve(Path(standin))
         built = subprocess.run(
             ["kubectl", "kustomize", str(ROOT / "deploy" / "metacontroller")],

@@ -1,50 +1,27 @@
-"""Shared pytest setup: the ``--update-golden`` flag, a fixed clock and a fixed key seed, and Metacontroller's
-published manifests served locally to ``kubectl kustomize deploy/`` (tests/metacontroller_standin.py)."""
+"""Shared pytest setup, kept light (every test loads it): the ``--update-golden`` flag, default settings, the
+environment every local hook inherits, and how xdist shares the folders out.
+
+What only some folders need lives in their own conftest.py: the Metacontroller stand-in that ``kubectl
+kustomize deploy/`` reads (tests/support/metacontroller_standin.py) in tests/docs, tests/packaging,
+tests/e2e and tests/node; the cluster harnesses' ``ns`` fixture (tests/support/clusters.py) in tests/e2e and
+tests/node. tests/packaging/test_suite_layout.py keeps this file free of tests.e2e.
+"""
 
 from __future__ import annotations
 
 import os
-import shutil
-import tempfile
-from collections.abc import Iterator
-from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from app.kube.keys import SeededKeys
 from app.settings import Settings
-from tests import metacontroller_standin
-from tests.clusters import Logged, Target, namespace_name
-from tests.e2e.controlplane import metacontroller_crds, tarball_dir
 
-NOW = datetime(2026, 5, 4, 9, 0, 30, tzinfo=UTC)
 # Test directories whose tests all run in one xdist worker, one after another (pytest_xdist_make_scheduler).
 ONE_WORKER_SCOPES = ("tests/e2e/", "tests/mpi/", "tests/node/")
-TEST_SEED = b"mpi-operator-hook test seed, not a secret"
-STANDIN_DIR = pytest.StashKey[Path]()
 # Hooks the suite starts (in-process or as processes that inherit this) serve without caller authentication
-# unless a test sets it up: tests/test_auth.py, and tests/e2e and tests/node, which wire Metacontroller's
-# credential as deploy/ does. Set here, on purpose, as a user running the hook locally must.
+# unless a test sets it up: tests/unit/server/test_auth.py, and tests/e2e and tests/node, which wire
+# Metacontroller's credential as deploy/ does. Set here, on purpose, as a user running the hook locally must.
 os.environ["MPI_OPERATOR_CALLER_AUTH"] = "off"
-
-
-def pytest_configure(config: pytest.Config) -> None:
-    """deploy/ pulls Metacontroller's manifests from GitHub: serve them locally instead, with its real CRDs
-    when the e2e binaries are here (the real-node quick start installs them from deploy/)."""
-    workdir = Path(tempfile.mkdtemp(prefix="mpi-hook-metacontroller-standin-"))
-    config.stash[STANDIN_DIR] = workdir
-    # The binaries' directory without extracting the tarball (slow, and not every session needs it).
-    given = os.environ.get("MPI_HOOK_E2E_BIN_DIR")
-    crds = metacontroller_crds(Path(given) if given else tarball_dir())
-    metacontroller_standin.install_in_environ(workdir, crds)
-
-
-def pytest_unconfigure(config: pytest.Config) -> None:
-    workdir = config.stash.get(STANDIN_DIR, None)
-    if workdir is not None:
-        shutil.rmtree(workdir, ignore_errors=True)
 
 
 def pytest_addoption(parser: pytest.Parser) -> None:
@@ -64,11 +41,6 @@ def update_golden(request: pytest.FixtureRequest) -> bool:
 @pytest.fixture
 def settings() -> Settings:
     return Settings()
-
-
-@pytest.fixture
-def keys() -> SeededKeys:
-    return SeededKeys(TEST_SEED)
 
 
 def pytest_xdist_make_scheduler(config: pytest.Config, log: Any) -> Any:
@@ -101,29 +73,3 @@ def pytest_terminal_summary(terminalreporter: pytest.TerminalReporter) -> None:
             for key, value in getattr(report, "user_properties", []):
                 if key == "e2e_summary":
                     terminalreporter.write_line(f"e2e: {value}")
-
-
-@pytest.fixture
-def ns(target: Target, request: pytest.FixtureRequest) -> Iterator[str]:
-    """A fresh namespace per test on the cluster it runs against (``target``), deleted afterwards without
-    waiting; the test fails if the cluster saw something go wrong in it (``Target.namespace_problems``)."""
-    name = namespace_name(request.node.name)
-    target.kube.create(
-        "namespaces", None, {"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name}}
-    )
-    yield name
-    problems = target.namespace_problems(name)
-    target.kube.delete("namespaces", None, name)
-    assert problems == [], f"what went wrong in namespace {name}"
-
-
-@pytest.hookimpl(hookwrapper=True)
-def pytest_runtest_makereport(item: pytest.Item) -> Iterator[None]:
-    """On a failed test that ran against a cluster, attach the tails of its processes' logs to the report."""
-    outcome = yield
-    report = outcome.get_result()
-    if not report.failed:
-        return
-    harnesses = {id(v): v for v in getattr(item, "funcargs", {}).values() if isinstance(v, Logged)}
-    for harness in harnesses.values():
-        report.sections.append((harness.LOGS, harness.log_tails()))

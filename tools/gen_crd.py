@@ -13,8 +13,8 @@ Usage::
     python tools/gen_crd.py          # (re)write crds/kubeflow.org_mpijobs.yaml
     python tools/gen_crd.py --check  # exit 1 if the checked-in file is stale
 
-The boundary: this module only renders text. ``tests/test_crd.py`` checks the output (structural schema,
-strict CRD validation, a table of valid and invalid MPIJobs through the schema and the CEL rules).
+The boundary: this module only renders text. ``tests/packaging/test_crd.py`` checks the output (structural
+schema, strict CRD validation, a table of valid and invalid MPIJobs through the schema and the CEL rules).
 """
 
 from __future__ import annotations

@@ -4,7 +4,7 @@ Users without a clone apply it from a release (``kubectl apply --server-side -f 
 ``deploy/v2beta1/mpi-operator.yaml``. It is ``kubectl kustomize deploy/hook-only/``, for a cluster that runs
 Metacontroller already (deploy/ also installs Metacontroller, from GitHub; no gang scheduling: the overlays
 stay kustomize-only), written out with the ``mpijob`` command's YAML style under a header that says how to
-use it. ``tests/test_manifests.py`` fails when it is stale.
+use it. ``tests/packaging/test_manifests.py`` fails when it is stale.
 
 The committed file names deploy/base/deployment.yaml's placeholder image. A release renders it again with
 ``--image`` set to the image it pushed, pinned by digest, and attaches that file to the GitHub release
@@ -41,7 +41,8 @@ INSTALL_PATH = ROOT / "deploy" / "install" / "mpi-operator-hook.yaml"
 # The hook's Deployment and container in deploy/base/deployment.yaml: what --image sets.
 DEPLOYMENT, CONTAINER = "mpi-operator-hook", "hook"
 # The oldest Metacontroller the hook works with: v4.16.0 brought the webhook `authorization` that sends the
-# hook its caller token. Every page and manifest that names a minimum names this one (tests/test_release.py).
+# hook its caller token. Every page and manifest that names a minimum names this one
+# (tests/packaging/test_release.py).
 METACONTROLLER_MINIMUM = "v4.16.0"
 # A release pins the image by digest, so the file always runs the bytes that were pushed with it.
 PINNED_IMAGE = re.compile(r"[a-z0-9][a-z0-9._/:-]*@sha256:[0-9a-f]{64}")

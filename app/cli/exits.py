@@ -1,6 +1,6 @@
 """The ``mpijob`` command's exit codes, shared by the argument parser and every subcommand.
 
-docs/user-guide.md lists what each means per subcommand (tests/test_cli_docs.py keeps that table true).
+docs/user-guide.md lists what each means per subcommand (tests/docs/test_cli_docs.py keeps that table true).
 """
 
 EXIT_OK, EXIT_FINDINGS, EXIT_UNUSABLE, EXIT_INTERNAL = 0, 1, 2, 3

@@ -22,7 +22,7 @@ an unfinished header's size (``h11_max_incomplete_event_size``) but not its time
 
 The protocol finds its ``ConnectionPolicy`` on the app it serves (the hook's ``HookApp`` carries one); an app
 without one (bench/noop_app.py) gets the defaults. This subclasses uvicorn internals (``on_message_begin``
-and friends), so ``tests/test_hostile_clients.py`` drives it through a real ``mpijob serve`` over real
+and friends), so ``tests/hook/test_hostile_clients.py`` drives it through a real ``mpijob serve`` over real
 sockets: an upgrade that changes them fails there.
 """
 

@@ -32,6 +32,11 @@ from tests.e2e.controlplane import ControlPlane, find_binaries, metacontroller_c
 from tests.e2e.hook import Hook, install_caller_token
 from tests.e2e.kube import Kube, given_cluster, wait_for
 from tests.e2e.processes import Processes
+from tests.support.clusters import ns, pytest_runtest_makereport
+from tests.support.metacontroller_standin import served_metacontroller
+
+# From tests/support (autouse or by name): pytest finds fixtures and hooks here.
+__all__ = ["ns", "pytest_runtest_makereport", "served_metacontroller"]
 
 ROOT = Path(__file__).resolve().parents[2]
 SETTLE_SECONDS = 2.0
@@ -249,5 +254,5 @@ def e2e(tmp_path_factory: pytest.TempPathFactory) -> Iterator[E2E]:
 
 @pytest.fixture
 def target(e2e: E2E) -> E2E:
-    """The cluster of the ``ns`` fixture (tests/conftest.py)."""
+    """The cluster of the ``ns`` fixture (tests/support/clusters.py)."""
     return e2e

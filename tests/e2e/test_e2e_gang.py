@@ -30,7 +30,7 @@ from tests.e2e.controlplane import ControlPlane, find_binaries, metacontroller_c
 from tests.e2e.hook import Hook, install_caller_token
 from tests.e2e.kube import ApiError, Kube, finish_pod, run_pod, wait_for
 from tests.e2e.processes import Processes
-from tests.podgroup_crds import PODGROUP_API_VERSIONS, podgroup_crd
+from tests.support.podgroup_crds import PODGROUP_API_VERSIONS, podgroup_crd
 
 ROOT = Path(__file__).resolve().parents[2]
 LABEL = "e2e.gang"
@@ -127,7 +127,7 @@ def gang(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gang]:
 
 @pytest.fixture
 def target(gang: Gang) -> Gang:
-    """The cluster of the ``ns`` fixture (tests/conftest.py): this module's own control plane."""
+    """The cluster of the ``ns`` fixture (tests/support/clusters.py): this module's own control plane."""
     return gang
 
 

@@ -1,13 +1,13 @@
 """Kubeflow Trainer v2.3.0's CRDs on the real apiserver accept what ``mpijob convert --to trainjob`` writes.
 
-Every MPIJob of examples/ and every variant of tests/trainer_variants.py is converted by the real ``mpijob``
-and sent with ``kubectl apply --dry-run=server --validate=strict``: the apiserver decodes each object against
-the CRD's schema (unknown fields are errors), runs its CEL rules and defaulting, and answers with what it
-would store, which must keep every field that was sent. docs/migration.md's gang example, run as written,
-keeps its podGroupPolicy and scheduler. Intel MPI and MPICH exit 2 and write nothing. The TrainingRuntime CRD
-holds the whole JobSet template schema, so JobSet's own CRD is not needed (and not installed: the test
-checks). Trainer's webhooks do not run; tests/test_convert_trainjob.py covers their rules (replicas 1 and a
-``node`` container on the trainer step, no reserved env) and the meaning.
+Every MPIJob of examples/ and every variant of tests/support/trainer_variants.py is converted by the real
+``mpijob`` and sent with ``kubectl apply --dry-run=server --validate=strict``: the apiserver decodes each
+object against the CRD's schema (unknown fields are errors), runs its CEL rules and defaulting, and answers
+with what it would store, which must keep every field that was sent. docs/migration.md's gang example, run as
+written, keeps its podGroupPolicy and scheduler. Intel MPI and MPICH exit 2 and write nothing. The
+TrainingRuntime CRD holds the whole JobSet template schema, so JobSet's own CRD is not needed (and not
+installed: the test checks). Trainer's webhooks do not run; tests/unit/convert/test_convert_trainjob.py covers
+their rules (replicas 1 and a ``node`` container on the trainer step, no reserved env) and the meaning.
 """
 
 from __future__ import annotations
@@ -23,9 +23,9 @@ import yaml
 
 from tests.e2e.conftest import E2E
 from tests.e2e.kube import Kube, wait_for
-from tests.test_cli import mpijob
-from tests.trainer_crds import CRD_FILES, require_trainer_dir
-from tests.trainer_variants import EXAMPLES, REFUSED_EXAMPLES, ROOT, VARIANTS
+from tests.support.trainer_crds import CRD_FILES, require_trainer_dir
+from tests.support.trainer_variants import EXAMPLES, REFUSED_EXAMPLES, ROOT, VARIANTS
+from tests.unit.cli.test_cli import mpijob
 
 JOBSET_CRD = "jobsets.jobset.x-k8s.io"
 # docs/migration.md's gang example, word for word: the example file itself, under the scheduler name

@@ -1,7 +1,7 @@
 """Bad specs are rejected by the real apiserver at ``kubectl apply`` time with our CRD's messages, verbatim.
 
 These are the apiserver's own renderings (field path, "Invalid value", the CEL rule's message), which the
-offline CRD tests (tests/test_crd.py) cannot show. Nothing is created for a rejected job.
+offline CRD tests (tests/packaging/test_crd.py) cannot show. Nothing is created for a rejected job.
 """
 
 from __future__ import annotations

@@ -1,12 +1,13 @@
 """Real MPI over real sshd: what the hook renders must put every rank where the hostfile says.
 
-Each test drives an MPIJob through the fake Metacontroller (``tests/metacontroller.py``) to the point where
-its worker Pods and launcher Job exist, runs those Pods in the test bed (``tests/mpi/bed.py``: one network,
-PID, mount and UTS namespace per Pod, volumes as kubelet lays them out), lets the launcher's ``mpirun`` run
-``examples/hello`` on the workers, and feeds the launcher's exit back through a sync. Per build (Open MPI 4.1
-and MPICH from Debian, Open MPI 5 and Intel MPI from PyPI; ``.ci/install-mpi``): ranks per host = slots,
-runLauncherAsWorker, a custom cluster domain, discover_hosts.sh, a non-root job; a worker without sshd and a
-wrong cluster domain end the MPIJob Failed. One more shows what Open MPI 5 does with upstream's env alone.
+Each test drives an MPIJob through the fake Metacontroller (``tests/support/metacontroller.py``) to the point
+where its worker Pods and launcher Job exist, runs those Pods in the test bed (``tests/mpi/bed.py``: one
+network, PID, mount and UTS namespace per Pod, volumes as kubelet lays them out), lets the launcher's
+``mpirun`` run ``examples/hello`` on the workers, and feeds the launcher's exit back through a sync. Per build
+(Open MPI 4.1 and MPICH from Debian, Open MPI 5 and Intel MPI from PyPI; ``.ci/install-mpi``): ranks per host
+= slots, runLauncherAsWorker, a custom cluster domain, discover_hosts.sh, a non-root job; a worker without
+sshd and a wrong cluster domain end the MPIJob Failed. One more shows what Open MPI 5 does with upstream's env
+alone.
 """
 
 from __future__ import annotations
@@ -28,10 +29,10 @@ import pytest
 
 from app.kube.names import LAUNCHER_WAIT_ANNOTATION
 from app.settings import Settings
-from tests.builders import mpijob
-from tests.metacontroller import FakeMetacontroller
 from tests.mpi.bed import Bed, Image
 from tests.mpi.builds import BUILDS, POD_PREFIX, PREFIX, Build, in_pod
+from tests.support.builders import mpijob
+from tests.support.metacontroller import FakeMetacontroller
 
 RANK_LINE = re.compile(r"^rank (\d+) of (\d+) on (\S+) \(sum of ranks (\d+)\)$", re.M)
 DISCOVER_LINE = re.compile(r"^discovered: (.*)$", re.M)

@@ -113,7 +113,8 @@ class Cluster:
         self.plane = start_control_plane(bin_dir, self.workdir / "plane", options)
         client = httpx.Client(base_url=self.plane.server, verify=self.plane.ssl_context(), timeout=30)
         self.kube = Kube(client, self.plane.kubeconfig)
-        # The quick start installs them (deploy/metacontroller/, served by tests/metacontroller_standin.py).
+        # The quick start installs them (deploy/metacontroller/, served by
+        # tests/support/metacontroller_standin.py).
         assert metacontroller_crds(bin_dir) is not None, "metacontroller-crds-v1.yaml not found"
         self.containerd = Containerd(self.workdir / "containerd", self.plane.processes)
         self.containerd.workdir.mkdir(parents=True)

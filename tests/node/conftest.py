@@ -9,6 +9,7 @@ Cluster, in this order of preference:
   - neither: every real-node test is skipped with the reason.
 
 All real-node tests run in one xdist worker (tests/conftest.py), one after another, against one node.
+The ``ns`` fixture (tests/support/clusters.py) and the local Metacontroller manifests are set up here.
 """
 
 from __future__ import annotations
@@ -25,6 +26,11 @@ from tests.e2e.kube import Kube, given_cluster
 from tests.e2e.processes import Processes
 from tests.node.cluster import Cluster, missing
 from tests.node.quickstart import Runner, quick_start_blocks
+from tests.support.clusters import ns, pytest_runtest_makereport
+from tests.support.metacontroller_standin import served_metacontroller
+
+# From tests/support (autouse or by name): pytest finds fixtures and hooks here.
+__all__ = ["ns", "pytest_runtest_makereport", "served_metacontroller"]
 
 
 @dataclass
@@ -105,5 +111,5 @@ def real_node(tmp_path_factory: pytest.TempPathFactory) -> Iterator[RealNode]:
 
 @pytest.fixture
 def target(real_node: RealNode) -> RealNode:
-    """The cluster of the ``ns`` fixture (tests/conftest.py)."""
+    """The cluster of the ``ns`` fixture (tests/support/clusters.py)."""
     return real_node

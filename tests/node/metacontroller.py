@@ -1,5 +1,5 @@
 """Metacontroller in the cluster, as the quick start installs it (``kubectl apply -k deploy/metacontroller/``:
-its published manifests, served by tests/metacontroller_standin.py, with our flags)."""
+its published manifests, served by tests/support/metacontroller_standin.py, with our flags)."""
 
 from __future__ import annotations
 

@@ -4,7 +4,8 @@ Only the commands that need tools this machine does not have are replaced, each 
 ``kind create cluster`` (the node is already up), ``docker build`` (buildah builds the same Dockerfile) and
 ``kind load docker-image`` (import into containerd). Everything else runs in ``bash`` from the repository
 root, with ``KUBECONFIG`` pointing at the cluster; ``kubectl apply -k deploy/...`` fetches Metacontroller's
-published manifests from the local stand-in (tests/metacontroller_standin.py), its image is already loaded.
+published manifests from the local stand-in (tests/support/metacontroller_standin.py), its image is already
+loaded.
 """
 
 from __future__ import annotations

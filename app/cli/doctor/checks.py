@@ -3,7 +3,7 @@
 The first check that finds a problem names it; the order goes from the job itself, through its Pods, to
 what the launcher meets and how the job ended, so the named problem is the cause, not a consequence
 (a job whose workers cannot be scheduled also fails later; a wrong ``-np`` also fails the launcher).
-docs/troubleshooting.md lists the same checks in the same order (tests/test_doctor_docs.py keeps it so).
+docs/troubleshooting.md lists the same checks in the same order (tests/docs/test_doctor_docs.py keeps it so).
 """
 
 from __future__ import annotations
