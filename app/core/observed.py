@@ -10,7 +10,7 @@ from functools import cached_property
 from app.core.reasons import POD_EVICTED, REASON_DEADLINE_EXCEEDED
 from app.kube import names
 from app.kube.gang import SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION
-from app.kube.request import ObservedJob, ObservedPod, ObservedSecret, SyncRequest
+from app.kube.request import ObservedLauncherJob, ObservedPod, ObservedSecret, SyncRequest
 
 
 class LauncherJobOutcome(StrEnum):
@@ -93,7 +93,7 @@ class WorkerCounts:
 class Observed:
     """What exists now. Workers are keyed by the index in their name (``<job>-worker-<i>``)."""
 
-    launcher_job: ObservedJob | None = None
+    launcher_job: ObservedLauncherJob | None = None
     workers: dict[int, ObservedPod] = field(default_factory=dict)
     secret: ObservedSecret | None = None
     # Launcher Pods reach us only through the customize hook (they are the Job's children, not ours).
@@ -132,10 +132,11 @@ def count_workers(observed: Observed, listed: int) -> WorkerCounts:
     return WorkerCounts(listed, active, succeeded, failed, evicted)
 
 
-def find_launcher_job(job_name: str, request: SyncRequest) -> ObservedJob | None:
+def find_launcher_job(job_name: str, request: SyncRequest) -> ObservedLauncherJob | None:
     """The job's launcher Job among the observed children, if it exists."""
     name = names.launcher_name(job_name)
-    return next((j for j in (request.children.jobs or {}).values() if j.metadata.name == name), None)
+    jobs = (request.children.launcher_jobs or {}).values()
+    return next((j for j in jobs if j.metadata.name == name), None)
 
 
 def classify(job_name: str, request: SyncRequest) -> Observed:
@@ -202,7 +203,7 @@ def _worker_index(name: str, prefix: str) -> int | None:
 
 
 def summarise_launcher_job(
-    launcher: ObservedJob | None, launcher_pods: list[ObservedPod] | None
+    launcher: ObservedLauncherJob | None, launcher_pods: list[ObservedPod] | None
 ) -> LauncherJobState | None:
     """The observed launcher Job, summarised (``launcher_pods``: from the customize hook, if any)."""
     if launcher is None:
@@ -226,7 +227,7 @@ def summarise_launcher_job(
     return LauncherJobState(LauncherJobOutcome.RUNNING, running, launcher.failed_pods)
 
 
-def _running_launcher_pods(launcher: ObservedJob, pods: list[ObservedPod] | None) -> int:
+def _running_launcher_pods(launcher: ObservedLauncherJob, pods: list[ObservedPod] | None) -> int:
     """Running launcher Pods; without the customize hook, the Job's ``ready`` count stands in."""
     if pods is not None:
         return sum(1 for pod in pods if pod.phase == "Running")

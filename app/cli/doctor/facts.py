@@ -28,7 +28,7 @@ from app.kube.request import (
     ControllerSpec,
     HookRef,
     Hooks,
-    ObservedJob,
+    ObservedLauncherJob,
     ObservedPod,
     Related,
     SyncRequest,
@@ -153,7 +153,9 @@ class Facts:
         request = SyncRequest(
             parent=msgspec.Raw(b"{}"),
             controller=_CUSTOMIZED,
-            children=Children(pods=keyed(self.snap.pods, ObservedPod), jobs=keyed(launcher, ObservedJob)),
+            children=Children(
+                pods=keyed(self.snap.pods, ObservedPod), launcher_jobs=keyed(launcher, ObservedLauncherJob)
+            ),
             related=Related(pods=keyed(self.snap.pods, ObservedPod)),
         )
         return failures.current_attempt(classify(self.name, request), self.attempt)[0]
