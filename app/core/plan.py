@@ -7,7 +7,7 @@ values it needs from the decisions before it. The status (``status.next_status``
 1. Did the job finish before this sync? (``finishing.has_finished``: the stored status, never a missing
    launcher.) Is it suspended (``suspension``)?
 2. Which children count, and does a failure restart or fail the job (``failure``)?
-3. Upstream's worker list, and does the job finish now (``finishing``)?
+3. Upstream's worker list, and does the job end now, and how (``finishing``: the ``Ending``)?
 4. Which workers to return (``worker_pods``), whether the launcher Job is kept or created
    (``launcher_creation``), whether the Pods join a PodGroup and the response has it (``gang_scheduling``).
 5. Which conditions change and why, and the start and completion times (``stage``, ``notices``).
@@ -75,14 +75,14 @@ def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
     finished_before = finishing.has_finished(job.status)
     paused = suspension.decide(job)
     restarts = failure.decide(job, observed, finished_before=finished_before, suspended=paused.suspended)
-    current, launcher = restarts.current, restarts.current.launcher_job_state
-    launcher_done = launcher is not None and launcher.done
+    current, launcher_job = restarts.current, restarts.current.launcher_job_state
+    launcher_done = launcher_job is not None and launcher_job.done
     listed = worker_pods.listed(
         job, suspended=paused.suspended, launcher_done=launcher_done, finished_before=finished_before
     )
     counts = count_workers(current, listed)
     finish = finishing.decide(
-        job, launcher, finished_before=finished_before, evicted=counts.evicted, fails=restarts.fails
+        job, launcher_job, finished_before=finished_before, evicted=counts.evicted, fails=restarts.fails
     )
     # Hold: nothing is created, what exists is kept, while the job finishes or restarts, or while an old
     # attempt is being deleted (a suspended job keeps nothing of it).
@@ -90,7 +90,7 @@ def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
     workers = worker_pods.decide(
         job, current, counts, hold=hold, cleaning=finish.cleaning, finished_before=finished_before
     )
-    launcher_job = launcher_creation.decide(
+    launcher_decision = launcher_creation.decide(
         job, current, listed, finished_before=finished_before, suspended=paused.suspended, hold=hold
     )
     cleaned = finish.cleaning is not None
@@ -102,7 +102,9 @@ def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
         launcher_done=launcher_done,
         cleaned=cleaned,
     )
-    progress = stage.Progress(finished_before, paused, restarts, finish.ending, launcher, workers)
+    progress = stage.Progress(finished_before, paused, restarts, finish.ending, launcher_job, workers)
     advice = notices(finished_before, gang.undeclared, inputs.warning)
     job_stage = stage.decide(job, progress, inputs.now)
-    return Plan(finished_before, paused, restarts, finish, workers, launcher_job, gang, job_stage, advice)
+    return Plan(
+        finished_before, paused, restarts, finish, workers, launcher_decision, gang, job_stage, advice
+    )

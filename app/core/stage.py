@@ -48,7 +48,7 @@ class Progress:
     restarts: Restarts
     # How the job ends in this sync (``finishing``), if it does.
     ending: Ending | None
-    launcher: LauncherJobState | None
+    launcher_job: LauncherJobState | None
     workers: WorkerPods
 
 
@@ -111,7 +111,7 @@ class _Conditions:
 
     def _ending(self, ending: Ending) -> None:
         """The terminal condition ``finishing`` decided, with upstream's reason and a message to act on."""
-        launcher = self.progress.launcher
+        launcher = self.progress.launcher_job
         if ending == Ending.SUCCEEDED:
             finished = launcher.completion_time if launcher is not None else None
             self.completion_time = self.completion_time or finished or self.stamp
@@ -143,7 +143,7 @@ class _Conditions:
 
     def _policy_failure(self) -> tuple[str, str]:
         """The failure policy's ruling that fails the job, naming the Pod (or the launcher's last words)."""
-        restarts, launcher = self.progress.restarts, self.progress.launcher
+        restarts, launcher = self.progress.restarts, self.progress.launcher_job
         ruling, failure = restarts.ruling, restarts.failure
         assert ruling is not None and failure is not None  # finishing: the policy fails the job
         head = f"{self.who} has failed ({ruling.why})"
@@ -187,8 +187,8 @@ class _Conditions:
                 ConditionType.RUNNING, "False", REASON_RUNNING, message, write=Write.IF_ABSENT, stamp=stamp
             )
         elif (
-            progress.launcher is not None
-            and progress.launcher.running_pods >= 1
+            progress.launcher_job is not None
+            and progress.launcher_job.running_pods >= 1
             and progress.workers.counts.active == progress.workers.counts.listed
         ):
             # Upstream's Event says the same without the condition's period.

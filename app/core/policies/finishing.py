@@ -62,15 +62,15 @@ def has_finished(status: JobStatus) -> bool:
 
 
 def decide(
-    job: Job, launcher: LauncherJobState | None, *, finished_before: bool, evicted: int, fails: bool
+    job: Job, launcher_job: LauncherJobState | None, *, finished_before: bool, evicted: int, fails: bool
 ) -> Finishing:
     """``finished_before``: the stored status says so (``has_finished``); ``evicted``: workers of upstream's
     list evicted; ``fails``: the failure policy fails the job in this sync."""
     if finished_before:
         stored = bool(job.status.completion_time)
         return Finishing(cleaning=CleanPodPolicy(job.clean_pod_policy) if stored and _cleans(job) else None)
-    ending = _ending(job, launcher, evicted=evicted, fails=fails)
-    launcher_running = launcher is not None and not launcher.done
+    ending = _ending(job, launcher_job, evicted=evicted, fails=fails)
+    launcher_running = launcher_job is not None and not launcher_job.done
     finishing = ending is not None
     return Finishing(ending, clean_up_follows=finishing and (_cleans(job) or launcher_running))
 
