@@ -126,20 +126,23 @@ class _Conditions:
             )
             return
         self.completion_time = self.completion_time or self.stamp
+        reason, message = self._failure_words(ending)
+        # Upstream counts no failed job for an eviction (it never ends one).
+        milestone = None if ending == Ending.EVICTED else Milestone.FAILED
+        self.set(ending.condition, "True", reason, message, event="Warning", milestone=milestone)
+
+    def _failure_words(self, ending: Ending) -> tuple[str, str]:
+        """The Failed condition's reason and message for ``ending``."""
         if ending == Ending.LAUNCHER_FAILED:
+            launcher = self.progress.launcher_job
             assert launcher is not None  # finishing: the launcher Job failed
-            failed = self.progress.restarts.current.failed_worker_exits()
-            reason, message = launcher_failure(self.who, launcher, failed)
-        elif ending == Ending.EVICTED:
+            return launcher_failure(self.who, launcher, self.progress.restarts.current.failed_worker_exits())
+        if ending == Ending.EVICTED:
             # Upstream leaves evicted jobs half-alive; we finish them so the launcher stops
-            # (docs/compatibility.md). Upstream sets no milestone for it.
+            # (docs/compatibility.md).
             counts = self.progress.workers.counts
-            message = f"{counts.evicted}/{counts.listed} workers are evicted"
-            self.set(ending.condition, "True", REASON_EVICTED, message, event="Warning")
-            return
-        else:
-            reason, message = self._policy_failure()
-        self.set(ending.condition, "True", reason, message, event="Warning", milestone=Milestone.FAILED)
+            return REASON_EVICTED, f"{counts.evicted}/{counts.listed} workers are evicted"
+        return self._policy_failure()
 
     def _policy_failure(self) -> tuple[str, str]:
         """The failure policy's ruling that fails the job, naming the Pod (or the launcher's last words)."""
