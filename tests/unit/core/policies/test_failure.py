@@ -9,7 +9,8 @@ from typing import Any
 import pytest
 
 from app.core.observed import Observed
-from app.core.policies.failure import Action, Restarts, decide
+from app.core.policies import failure
+from app.core.policies.failure import Action, Restarts
 from tests.builders import MPIJobBuilder, mpijob
 from tests.unit.core.observed_fixtures import (
     condition,
@@ -163,24 +164,24 @@ CASES: dict[str, tuple[MPIJobBuilder, Observed, bool, Want]] = {
 def test_the_failure_that_decides(
     builder: MPIJobBuilder, seen: Observed, suspended: bool, want: Want
 ) -> None:
-    decided = decide(defaulted(builder), seen, finished_before=False, suspended=suspended)
-    ruling, failure = decided.ruling, decided.failure
+    decided = failure.decide(defaulted(builder), seen, finished_before=False, suspended=suspended)
+    ruling, found = decided.ruling, decided.failure
     assert (ruling.action if ruling else None) == want.action
     if want.action is Action.FAIL:
         assert ruling is not None and ruling.reason == want.reason
         assert decided.fails and not decided.restarting
     elif want.action is Action.RESTART:
-        assert failure is not None and failure.reason == want.reason
+        assert found is not None and found.reason == want.reason
         assert decided.restarting and not decided.fails
         assert ruling is not None and ruling.counted == want.counted
-    assert (failure.pod if failure else "") == want.pod
+    assert (found.pod if found else "") == want.pod
     assert decided.recorded == want.recorded
     assert decided.in_flight == want.in_flight
 
 
 def test_without_a_policy_every_child_counts() -> None:
     seen = _running(worker(1, attempt=3))
-    assert decide(defaulted(), seen, finished_before=False, suspended=False) == Restarts(seen)
+    assert failure.decide(defaulted(), seen, finished_before=False, suspended=False) == Restarts(seen)
 
 
 def _stored(attempt: int, count: int, *conditions: dict[str, str]) -> dict[str, Any]:
@@ -192,7 +193,9 @@ def test_an_older_attempt_still_being_deleted_holds_the_next() -> None:
     and no failure decides until it is gone."""
     job = defaulted(_policed(3).status(_stored(1, 1)))
     old = worker(0, "Failed", exit_code=1, attempt=0)
-    decided = decide(job, observed(launcher_job(attempt=0), {0: old}), finished_before=False, suspended=False)
+    decided = failure.decide(
+        job, observed(launcher_job(attempt=0), {0: old}), finished_before=False, suspended=False
+    )
     assert decided.in_flight and decided.ruling is None
     assert decided.current.workers == {} and decided.current.launcher_job is None
     assert (decided.attempt, decided.recorded) == (1, (1, 1))
@@ -203,7 +206,7 @@ def test_the_count_continues_from_the_stored_record() -> None:
     seen = observed(
         launcher_job(attempt=1), {0: worker(0, attempt=1), 1: worker(1, "Failed", exit_code=1, attempt=1)}
     )
-    decided = decide(job, seen, finished_before=False, suspended=False)
+    decided = failure.decide(job, seen, finished_before=False, suspended=False)
     assert decided.restarting and decided.recorded == (2, 2)
     assert decided.ruling is not None and decided.ruling.why == "no rule matched; restart 2 of 3"
 
@@ -211,7 +214,7 @@ def test_the_count_continues_from_the_stored_record() -> None:
 def test_the_last_restart_used_fails_the_job() -> None:
     job = defaulted(_policed(1).status(_stored(1, 1)))
     seen = observed(launcher_job(attempt=1), {1: worker(1, "Failed", exit_code=1, attempt=1)})
-    decided = decide(job, seen, finished_before=False, suspended=False)
+    decided = failure.decide(job, seen, finished_before=False, suspended=False)
     assert decided.fails and decided.recorded == (1, 1)
     assert decided.ruling is not None and decided.ruling.reason == "MaxRestartsReached"
 
@@ -219,5 +222,5 @@ def test_the_last_restart_used_fails_the_job() -> None:
 def test_a_finished_job_keeps_its_record_and_every_child() -> None:
     job = defaulted(_policed(3).status(_stored(2, 1, condition("Failed", "True", "MaxRestartsReached"))))
     seen = observed(launcher_job(attempt=0), {1: worker(1, "Failed", exit_code=1, attempt=2)})
-    decided = decide(job, seen, finished_before=True, suspended=False)
+    decided = failure.decide(job, seen, finished_before=True, suspended=False)
     assert decided == Restarts(seen, attempt=2, recorded=(2, 1))

@@ -9,7 +9,8 @@ import pytest
 
 from app.api.types import CleanPodPolicy, ConditionType
 from app.core.observed import LauncherJobState
-from app.core.policies.finishing import Ending, Finishing, decide, has_finished
+from app.core.policies import finishing
+from app.core.policies.finishing import Ending, Finishing, has_finished
 from tests.builders import MPIJobBuilder, mpijob
 from tests.unit.core.observed_fixtures import condition, defaulted, launcher_job, observed, with_policy
 
@@ -53,7 +54,7 @@ ENDINGS = {
 def test_how_a_job_ends(
     builder: MPIJobBuilder, launcher: Any, evicted: int, fails: bool, want: Ending | None
 ) -> None:
-    decided = decide(
+    decided = finishing.decide(
         defaulted(builder), _state(launcher), finished_before=False, evicted=evicted, fails=fails
     )
     assert decided.ending == want
@@ -89,12 +90,12 @@ def test_a_finishing_sync_asks_for_the_clean_up_sync(
     policy: str, launcher: Any, evicted: int, follows: bool
 ) -> None:
     job = defaulted(mpijob().run_policy(cleanPodPolicy=policy))
-    decided = decide(job, _state(launcher), finished_before=False, evicted=evicted, fails=False)
+    decided = finishing.decide(job, _state(launcher), finished_before=False, evicted=evicted, fails=False)
     assert decided.finishing and decided.clean_up_follows == follows
 
 
 def test_a_sync_that_does_not_finish_asks_for_none() -> None:
-    decided = decide(defaulted(), _state(RUNNING), finished_before=False, evicted=0, fails=False)
+    decided = finishing.decide(defaulted(), _state(RUNNING), finished_before=False, evicted=0, fails=False)
     assert decided == Finishing()
 
 
@@ -116,7 +117,7 @@ def test_cleanpodpolicy_acts_once_finished_is_stored(
         status["completionTime"] = "2026-05-04T09:05:00Z"
     job = defaulted(mpijob().run_policy(cleanPodPolicy=policy).status(status))
     # A launcher that is still there changes nothing: the stored status decides.
-    decided = decide(job, _state(RUNNING), finished_before=True, evicted=1, fails=True)
+    decided = finishing.decide(job, _state(RUNNING), finished_before=True, evicted=1, fails=True)
     assert decided == Finishing(cleaning=want)
 
 

@@ -6,7 +6,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.policies.gang_scheduling import Gang, decide
+from app.core.policies import gang_scheduling
+from app.core.policies.gang_scheduling import Gang
 from app.kube.gang import SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION, GangScheduler
 from tests.unit.core.observed_fixtures import observed
 
@@ -61,14 +62,14 @@ def test_the_podgroup(
         podgroups=frozenset({scheduler.api_version}) if exists else frozenset(),
         podgroups_declared=BOTH_DECLARED,
     )
-    decided = decide(
+    decided = gang_scheduling.decide(
         scheduler, seen, finished_before=finished, suspended=suspended, launcher_done=done, cleaned=cleaned
     )
     assert decided == want
 
 
 def test_no_gang_scheduling_configured() -> None:
-    decided = decide(
+    decided = gang_scheduling.decide(
         None, observed(), finished_before=False, suspended=False, launcher_done=False, cleaned=False
     )
     assert decided == Gang()
@@ -79,7 +80,7 @@ def test_a_scheduler_whose_podgroup_child_is_not_declared_is_not_used(scheduler:
     """Only the other kind is declared: the Pods join no PodGroup and the job says why."""
     other = BOTH_DECLARED - {scheduler.api_version}
     seen = observed(podgroups=BOTH_DECLARED, podgroups_declared=other)
-    decided = decide(
+    decided = gang_scheduling.decide(
         scheduler, seen, finished_before=False, suspended=False, launcher_done=False, cleaned=False
     )
     assert decided == Gang(undeclared=scheduler)

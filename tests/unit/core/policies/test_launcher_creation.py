@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from app.core.policies.launcher_creation import decide
+from app.core.policies import launcher_creation
 from tests.builders import MPIJobBuilder, mpijob
 from tests.unit.core.observed_fixtures import defaulted, launcher_job, observed, worker
 
@@ -38,7 +38,9 @@ def test_whether_the_response_has_the_launcher_job(
     builder: MPIJobBuilder, launcher: Any, pods: dict[int, Any], suspended: bool, hold: bool, keep: bool
 ) -> None:
     seen = observed(launcher, pods)
-    decided = decide(defaulted(builder), seen, 2, finished_before=False, suspended=suspended, hold=hold)
+    decided = launcher_creation.decide(
+        defaulted(builder), seen, 2, finished_before=False, suspended=suspended, hold=hold
+    )
     assert decided.keep == keep
     # Upstream #608: a PodGroup counts no launcher Job that neither exists nor is created now.
     assert decided.pending == (not keep)
@@ -55,7 +57,7 @@ FINISHED = {
 
 @pytest.mark.parametrize(("launcher", "keep"), FINISHED.values(), ids=FINISHED.keys())
 def test_a_finished_job_never_creates_a_launcher_job(launcher: Any, keep: bool) -> None:
-    decided = decide(
+    decided = launcher_creation.decide(
         defaulted(), observed(launcher, READY), 0, finished_before=True, suspended=False, hold=False
     )
     assert (decided.keep, decided.pending) == (keep, False)

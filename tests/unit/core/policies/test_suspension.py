@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from app.core.policies.suspension import Suspension, decide
+from app.core.policies import suspension
+from app.core.policies.suspension import Suspension
 from tests.builders import mpijob
 from tests.unit.core.observed_fixtures import condition, defaulted
 
@@ -42,4 +43,4 @@ def test_suspension(suspend: bool, stored: dict[str, str] | None, want: Suspensi
     builder = mpijob().suspend(suspend)
     if stored is not None:
         builder.status({"conditions": [condition("Created", "True", "MPIJobCreated"), stored]})
-    assert decide(defaulted(builder)) == want
+    assert suspension.decide(defaulted(builder)) == want

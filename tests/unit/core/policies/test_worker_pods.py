@@ -9,7 +9,8 @@ import pytest
 
 from app.api.types import CleanPodPolicy
 from app.core.observed import count_workers
-from app.core.policies.worker_pods import WorkerPods, decide, listed
+from app.core.policies import worker_pods
+from app.core.policies.worker_pods import WorkerPods, listed
 from tests.builders import mpijob
 from tests.unit.core.observed_fixtures import defaulted, observed, worker, workers
 
@@ -76,7 +77,7 @@ def test_the_workers_a_response_returns(
     job = defaulted(mpijob().workers(replicas))
     seen = observed(None, pods)
     counts = count_workers(seen, n)
-    decided = decide(job, seen, counts, hold=hold, cleaning=None, finished_before=False)
+    decided = worker_pods.decide(job, seen, counts, hold=hold, cleaning=None, finished_before=False)
     assert decided == WorkerPods(counts, indices, running)
 
 
@@ -93,7 +94,7 @@ def test_what_a_finished_job_keeps(cleaning: CleanPodPolicy | None, kept: tuple[
     job = defaulted(mpijob().workers(4))
     seen = observed(None, workers("Succeeded", "Running", "Failed", "Pending"))
     counts = count_workers(seen, 0)
-    decided = decide(job, seen, counts, hold=False, cleaning=cleaning, finished_before=True)
+    decided = worker_pods.decide(job, seen, counts, hold=False, cleaning=cleaning, finished_before=True)
     assert decided.indices == kept
 
 
