@@ -13,6 +13,7 @@ from typing import Any
 from app.api.types import (
     CleanPodPolicy,
     FailurePolicy,
+    FailurePolicyRule,
     JobStatus,
     LauncherCreationPolicy,
     MPIImplementation,
@@ -62,8 +63,8 @@ class Job:
     clean_pod_policy: str
     run_policy: RunPolicy
     has_replica_specs: bool
-    launcher: Replica | None
-    worker: Replica | None
+    launcher_spec: Replica | None
+    worker_spec: Replica | None
     # Ours: None without ``spec.failurePolicy`` (the job then behaves exactly as upstream's).
     failure_policy: FailurePolicy | None = None
     max_restarts: int = DEFAULT_MAX_RESTARTS
@@ -77,11 +78,21 @@ class Job:
         return self.metadata.namespace
 
     @property
+    def has_failure_policy(self) -> bool:
+        """The one answer to "does this job have a failure policy?": without one it behaves as upstream's."""
+        return self.failure_policy is not None
+
+    @property
+    def failure_rules(self) -> list[FailurePolicyRule]:
+        """The failure policy's rules, in order (none without a policy)."""
+        return (self.failure_policy.rules if self.failure_policy is not None else None) or []
+
+    @property
     def worker_replicas(self) -> int:
-        return self.worker.replicas if self.worker is not None else 0
+        return self.worker_spec.replicas if self.worker_spec is not None else 0
 
     def replica(self, kind: ReplicaType) -> Replica | None:
-        return self.launcher if kind is ReplicaType.LAUNCHER else self.worker
+        return self.launcher_spec if kind is ReplicaType.LAUNCHER else self.worker_spec
 
 
 def with_defaults(job: MPIJob) -> Job:
@@ -102,9 +113,9 @@ def with_defaults(job: MPIJob) -> Job:
         ),
         run_policy=spec.run_policy,
         has_replica_specs=spec.mpi_replica_specs is not None,
-        launcher=_replica(spec, ReplicaType.LAUNCHER, 1),
+        launcher_spec=_replica(spec, ReplicaType.LAUNCHER, 1),
         # Upstream defaults Worker replicas to 0, which validation then rejects: a Worker must say how many.
-        worker=_replica(spec, ReplicaType.WORKER, 0),
+        worker_spec=_replica(spec, ReplicaType.WORKER, 0),
         failure_policy=spec.failure_policy,
         max_restarts=_max_restarts(spec.failure_policy),
     )

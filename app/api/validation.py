@@ -114,7 +114,7 @@ def validate(job: Job, *, cluster_domain: str = "", annotation_budget: bool = Tr
 def _validate_sizes(job: Job, cluster_domain: str, annotation_budget: bool) -> list[FieldError]:
     """Sizes of what would be built; only for an otherwise valid job, whose numbers are all in range."""
     errors: list[FieldError] = []
-    for kind, replica in ((ReplicaType.LAUNCHER, job.launcher), (ReplicaType.WORKER, job.worker)):
+    for kind, replica in ((ReplicaType.LAUNCHER, job.launcher_spec), (ReplicaType.WORKER, job.worker_spec)):
         if replica is not None and annotation_budget:
             size = limits.encoded_size(replica.template)
             if size > limits.TEMPLATE_BUDGET:
@@ -233,29 +233,29 @@ def _validate_replica_specs(job: Job, path: str) -> list[FieldError]:
         return [FieldError(path, "Required", "must have replica specs")]
     errors: list[FieldError] = []
     launcher_path = f"{path}[{ReplicaType.LAUNCHER}]"
-    if job.launcher is None:
+    if job.launcher_spec is None:
         errors.append(FieldError(launcher_path, "Required", f"must have {ReplicaType.LAUNCHER} replica spec"))
     else:
-        errors += _validate_replica_spec(job.launcher, launcher_path)
-        if job.launcher.replicas != 1:
+        errors += _validate_replica_spec(job.launcher_spec, launcher_path)
+        if job.launcher_spec.replicas != 1:
             errors.append(
-                FieldError(f"{launcher_path}.replicas", "Invalid", "must be 1", job.launcher.replicas)
+                FieldError(f"{launcher_path}.replicas", "Invalid", "must be 1", job.launcher_spec.replicas)
             )
     worker_path = f"{path}[{ReplicaType.WORKER}]"
-    if job.worker is not None:
-        errors += _validate_replica_spec(job.worker, worker_path)
-        if job.worker.replicas <= 0:
+    if job.worker_spec is not None:
+        errors += _validate_replica_spec(job.worker_spec, worker_path)
+        if job.worker_spec.replicas <= 0:
             errors.append(
                 FieldError(
                     f"{worker_path}.replicas",
                     "Invalid",
                     "must be greater than or equal to 1",
-                    job.worker.replicas,
+                    job.worker_spec.replicas,
                 )
             )
-        elif job.worker.replicas > limits.MAX_WORKERS:
+        elif job.worker_spec.replicas > limits.MAX_WORKERS:
             message = limits.MAX_WORKERS_MESSAGE
-            errors.append(FieldError(f"{worker_path}.replicas", "Invalid", message, job.worker.replicas))
+            errors.append(FieldError(f"{worker_path}.replicas", "Invalid", message, job.worker_spec.replicas))
     return errors
 
 

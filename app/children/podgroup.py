@@ -38,8 +38,8 @@ class GangJob:
     name: str
     namespace: str
     policy: SchedulingPolicy | None
-    launcher: Replica | None
-    worker: Replica | None
+    launcher_spec: Replica | None
+    worker_spec: Replica | None
     annotations: Mapping[str, str] = field(default_factory=dict)
     # WaitForWorkersReady and the launcher Job is neither observed nor created in this response.
     launcher_pending: bool = False
@@ -50,8 +50,8 @@ def gang_job(job: Job, launcher_pending: bool = False) -> GangJob:
         name=job.name,
         namespace=job.namespace,
         policy=job.run_policy.scheduling_policy,
-        launcher=job.launcher,
-        worker=job.worker,
+        launcher_spec=job.launcher_spec,
+        worker_spec=job.worker_spec,
         annotations=job.metadata.annotations,
         launcher_pending=launcher_pending,
     )
@@ -59,7 +59,7 @@ def gang_job(job: Job, launcher_pending: bool = False) -> GangJob:
 
 def min_member(job: GangJob) -> int:
     """``schedulingPolicy.minAvailable``, else workers + 1; never a launcher that does not exist yet."""
-    workers = job.worker.replicas if job.worker is not None else 0
+    workers = job.worker_spec.replicas if job.worker_spec is not None else 0
     explicit = job.policy.min_available if job.policy is not None else None
     if job.launcher_pending:
         return workers if explicit is None else min(explicit, workers)
@@ -70,7 +70,7 @@ def priority_class_name(job: GangJob) -> str:
     """Volcano's group priority: schedulingPolicy, else the launcher's, else the workers' PriorityClass."""
     if job.policy is not None and job.policy.priority_class:
         return job.policy.priority_class
-    for replica in (job.launcher, job.worker):
+    for replica in (job.launcher_spec, job.worker_spec):
         name = _pod_spec(replica).get("priorityClassName") if replica is not None else None
         if isinstance(name, str) and name:
             return name
@@ -104,10 +104,10 @@ def min_resources(job: GangJob, members: int, priorities: Mapping[str, int]) -> 
 def _gang_counts(job: GangJob, members: int, priorities: Mapping[str, int]) -> list[tuple[Replica, int]]:
     """How many Pods of each replica type are in the gang: higher priority first, Launcher first on a tie."""
     ranked: list[tuple[int, int, Replica]] = []
-    if job.launcher is not None and not job.launcher_pending:
-        ranked.append((_priority(job.launcher, priorities), 0, job.launcher))
-    if job.worker is not None:
-        ranked.append((_priority(job.worker, priorities), 1, job.worker))
+    if job.launcher_spec is not None and not job.launcher_pending:
+        ranked.append((_priority(job.launcher_spec, priorities), 0, job.launcher_spec))
+    if job.worker_spec is not None:
+        ranked.append((_priority(job.worker_spec, priorities), 1, job.worker_spec))
     ranked.sort(key=lambda entry: (-entry[0], entry[1]))
     counts, left = [], members
     for _, _, replica in ranked:

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from app.api.defaults import Job
-from app.children import launcher
+from app.children import launcher_job
 from app.children.podgroup import Membership, membership
 from app.children.workers import WorkerFactory
 from app.kube.gang import GangScheduler
@@ -23,14 +23,15 @@ from app.kube.gang import GangScheduler
 @dataclass(frozen=True)
 class PodTemplates:
     job_name: str
-    launcher: Mapping[str, Any] | None
+    # The launcher Job without the plan's attempt and PodGroup membership.
+    launcher_job_base: Mapping[str, Any] | None
     workers: WorkerFactory | None
 
     def launcher_job(self, attempt: int | None, gang: GangScheduler | None) -> dict[str, Any] | None:
         """The launcher Job of ``attempt`` (None: no failure policy), joined to ``gang``'s PodGroup."""
-        if self.launcher is None:
+        if self.launcher_job_base is None:
             return None
-        return launcher.for_plan(self.launcher, attempt, self._membership(gang))
+        return launcher_job.for_plan(self.launcher_job_base, attempt, self._membership(gang))
 
     def worker_factory(self, attempt: int | None, gang: GangScheduler | None) -> WorkerFactory | None:
         """The worker Pods of ``attempt``, joined to ``gang``'s PodGroup."""
@@ -41,6 +42,6 @@ class PodTemplates:
 
 
 def pod_templates(job: Job, cluster_domain: str) -> PodTemplates:
-    built = launcher.build_launcher(job, job.launcher) if job.launcher is not None else None
-    workers = WorkerFactory(job, job.worker, cluster_domain) if job.worker is not None else None
+    built = launcher_job.build_launcher_job(job, job.launcher_spec) if job.launcher_spec is not None else None
+    workers = WorkerFactory(job, job.worker_spec, cluster_domain) if job.worker_spec is not None else None
     return PodTemplates(job.name, built, workers)

@@ -46,14 +46,13 @@ class FailureMapping:
 
 
 def map_failure_policy(job: Job) -> FailureMapping:
-    policy = job.failure_policy
-    if policy is None:
+    if not job.has_failure_policy:
         return FailureMapping()
     mapping = FailureMapping(pod_rules={name: [] for name, _ in JOBS})
     rules: list[dict[str, Any]] = []
     for name, kind in JOBS:
         replica = job.replica(kind)
-        for index, rule in enumerate(policy.rules or []):
+        for index, rule in enumerate(job.failure_rules):
             if rule.replica_types and kind.value not in rule.replica_types:
                 continue
             entry = _jobset_rule(index, rule, name, replica, mapping)

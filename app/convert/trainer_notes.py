@@ -72,7 +72,7 @@ def deadline_notes(job: Job) -> list[str]:
             " nodes' start-up included; the MPIJob's launcher Job counted from its creation, once the workers"
             " were Ready"
         )
-    if job.failure_policy is not None:
+    if job.has_failure_policy:
         notes.append(
             f"{_RUN_POLICY}.activeDeadlineSeconds {deadline}: a TrainJob past its deadline fails; the hook"
             " let spec.failurePolicy restart a launcher that exceeded it"
@@ -111,7 +111,7 @@ def _volcano_priority_notes(job: Job) -> list[str]:
     """Trainer's Volcano PodGroup takes the priorityClassName of the last replicated job that has one."""
     wanted = priority_class_name(gang_job(job))
     waits = job.launcher_creation_policy == LauncherCreationPolicy.WAIT_FOR_WORKERS_READY
-    order = (job.worker, job.launcher) if waits else (job.launcher, job.worker)
+    order = (job.worker_spec, job.launcher_spec) if waits else (job.launcher_spec, job.worker_spec)
     got = ""
     for replica in order:
         name = ((replica.template.get("spec") or {}) if replica is not None else {}).get("priorityClassName")
@@ -125,15 +125,15 @@ def _volcano_priority_notes(job: Job) -> list[str]:
 
 
 def _failure_notes(job: Job) -> list[str]:
-    if job.failure_policy is None:
+    if not job.has_failure_policy:
         return []
     notes = [
         "spec.failurePolicy: a restart is JobSet's: every Pod sees its attempt in MPIJOB_RESTART_ATTEMPT"
         f" (from the Pod label {trainer.JOBSET_RESTART_ATTEMPT_LABEL}); the label"
         f" {names.RESTART_ATTEMPT_LABEL} and the Restarting condition's reasons are the hook's"
     ]
-    assert job.worker is not None and job.launcher is not None  # validated
-    if pods.restart_policy(job.worker.restart_policy) == RestartPolicy.ON_FAILURE:
+    assert job.worker_spec is not None and job.launcher_spec is not None  # validated
+    if pods.restart_policy(job.worker_spec.restart_policy) == RestartPolicy.ON_FAILURE:
         notes.append(
             "spec.failurePolicy with Worker restartPolicy OnFailure: a node Pod that fails (evicted) is"
             " replaced alone; the hook restarted the gang"
@@ -141,13 +141,13 @@ def _failure_notes(job: Job) -> list[str]:
     backoff = job.run_policy.backoff_limit
     launcher_rules = [
         r
-        for r in job.failure_policy.rules or []
+        for r in job.failure_rules
         if pod_criteria(r) is not None and (not r.replica_types or ReplicaType.LAUNCHER in r.replica_types)
     ]
     if (
         launcher_rules
         and backoff != 0
-        and pods.restart_policy(job.launcher.restart_policy) == RestartPolicy.NEVER
+        and pods.restart_policy(job.launcher_spec.restart_policy) == RestartPolicy.NEVER
     ):
         notes.append(
             "spec.failurePolicy: Kubernetes matches the Launcher rules against each failed launcher Pod; the"

@@ -59,10 +59,12 @@ def fit_runtime(job: Job, runtime: dict[str, Any]) -> RuntimeFit:
     }
     problems = _namespace_problems(job, runtime) + _policy_problems(job, spec)
     _refuse(ref, problems + _job_problems(jobs) + _jobset_problems(spec, jobs))
-    assert job.launcher is not None and job.worker is not None  # validated
+    assert job.launcher_spec is not None and job.worker_spec is not None  # validated
     wanted = {
-        trainer.LAUNCHER_JOB: _without_reserved_env(base_pod_template(job, job.launcher, None)),
-        trainer.NODE_JOB: _without_reserved_env(base_pod_template(job, job.worker, DEFAULT_WORKER_COMMAND)),
+        trainer.LAUNCHER_JOB: _without_reserved_env(base_pod_template(job, job.launcher_spec, None)),
+        trainer.NODE_JOB: _without_reserved_env(
+            base_pod_template(job, job.worker_spec, DEFAULT_WORKER_COMMAND)
+        ),
     }
     bases = {name: _defaulted(as_object(as_object(jobs[name].get("template")).get("spec")).get("template"))
              for name in wanted}  # fmt: skip
@@ -234,7 +236,7 @@ def _runtime_notes(job: Job, spec: dict[str, Any], jobs: dict[str, dict[str, Any
     if jobset.get("ttlSecondsAfterFinished") != job.run_policy.ttl_seconds_after_finished:
         ttl = "the JobSet's ttlSecondsAfterFinished"
         notes.append(_runtime_decides("spec.runPolicy.ttlSecondsAfterFinished", ttl))
-    if job.failure_policy is not None or "failurePolicy" in jobset:
+    if job.has_failure_policy or "failurePolicy" in jobset:
         notes.append(_runtime_decides("spec.failurePolicy", "the JobSet's failurePolicy"))
     if job.run_policy.scheduling_policy is not None or "podGroupPolicy" in spec:
         notes.append(_runtime_decides("spec.runPolicy.schedulingPolicy", "its podGroupPolicy"))
@@ -249,8 +251,8 @@ def _runtime_notes(job: Job, spec: dict[str, Any], jobs: dict[str, dict[str, Any
 
 def _node_backoff_notes(job: Job, limit: Any) -> list[str]:
     """What the runtime's node Job does with a failing worker, where the hook's differs."""
-    assert job.worker is not None  # validated
-    if pods.restart_policy(job.worker.restart_policy) == RestartPolicy.ON_FAILURE:
+    assert job.worker_spec is not None  # validated
+    if pods.restart_policy(job.worker_spec.restart_policy) == RestartPolicy.ON_FAILURE:
         if limit == INT32_MAX:
             return []
         return [

@@ -24,7 +24,7 @@ from app.api.defaults import DEFAULT_SSH_AUTH_MOUNT_PATH, Job, Replica
 from app.api.limits import INT32_MAX
 from app.api.types import LauncherCreationPolicy, RestartPolicy
 from app.children import pods
-from app.children.launcher import launcher_env
+from app.children.launcher_job import launcher_env
 from app.children.podgroup import VOLCANO_QUEUE_ANNOTATION, gang_job, volcano_queue
 from app.children.workers import DEFAULT_WORKER_COMMAND
 from app.convert import trainer
@@ -100,7 +100,7 @@ def _replicated_job(name: str, job_spec: dict[str, Any], trainer_step: bool = Fa
 
 
 def _launcher_job(job: Job, gang: GangScheduler | None, failures: FailureMapping) -> dict[str, Any]:
-    assert job.launcher is not None  # validated
+    assert job.launcher_spec is not None  # validated
     env = [e for e in launcher_env(job) if e["name"] not in trainer.RESERVED_ENV]
     spec: dict[str, Any] = {}
     if job.run_policy.backoff_limit is not None:
@@ -108,17 +108,17 @@ def _launcher_job(job: Job, gang: GangScheduler | None, failures: FailureMapping
     # As the hook's launcher Job: a new launcher Pod only once the old one is gone, never two mpiruns.
     spec["podReplacementPolicy"] = "Failed"
     _add_pod_failure_policy(spec, failures, trainer.LAUNCHER_JOB)
-    spec["template"] = pod_template(job, job.launcher, env, None, gang)
+    spec["template"] = pod_template(job, job.launcher_spec, env, None, gang)
     return spec
 
 
 def _node_job(job: Job, gang: GangScheduler | None, failures: FailureMapping) -> dict[str, Any]:
-    assert job.worker is not None  # validated
+    assert job.worker_spec is not None  # validated
     env = [{"name": "K_MPI_JOB_ROLE", "value": names.WORKER}]
-    in_place = pods.restart_policy(job.worker.restart_policy) == RestartPolicy.ON_FAILURE
+    in_place = pods.restart_policy(job.worker_spec.restart_policy) == RestartPolicy.ON_FAILURE
     spec: dict[str, Any] = {"backoffLimit": INT32_MAX if in_place else 0}
     _add_pod_failure_policy(spec, failures, trainer.NODE_JOB)
-    spec["template"] = pod_template(job, job.worker, env, DEFAULT_WORKER_COMMAND, gang)
+    spec["template"] = pod_template(job, job.worker_spec, env, DEFAULT_WORKER_COMMAND, gang)
     return spec
 
 
@@ -141,7 +141,7 @@ def pod_template(
     if job.ssh_auth_mount_path == DEFAULT_SSH_AUTH_MOUNT_PATH:
         secret = trainer.ssh_secret_name(job.name)
         spec = pods.with_volumes(spec, [pods.ssh_volume(job.name, job.ssh_auth_mount_path, secret)])
-    if job.failure_policy is not None:
+    if job.has_failure_policy:
         spec = with_restart_attempt_env(spec)
     if gang is not None:
         spec["schedulerName"] = gang.scheduler_name

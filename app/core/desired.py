@@ -32,11 +32,11 @@ def desired_children(
         build_ssh_secret(job, observed.secret, keys),
     ]
     if plan.gang.podgroup and scheduler is not None:
-        children.append(pod_group(scheduler, gang_job(job, plan.launcher.pending), observed.priorities))
+        children.append(pod_group(scheduler, gang_job(job, plan.launcher_job.pending), observed.priorities))
     workers = templates.worker_factory(attempt, scheduler) if plan.workers.indices else None
     if workers is not None:
         children += [workers.build(i) for i in plan.workers.indices]
-    launcher = templates.launcher_job(attempt, scheduler) if plan.launcher.keep else None
+    launcher = templates.launcher_job(attempt, scheduler) if plan.launcher_job.keep else None
     if launcher is not None:
         children.append(launcher)
     return children

@@ -18,7 +18,7 @@ from app.kube.request import Meta, SyncRequest
 
 _KINDS = (
     ("pods", "v1", "Pod"),
-    ("jobs", "batch/v1", "Job"),
+    ("launcher_jobs", "batch/v1", "Job"),
     ("services", "v1", "Service"),
     ("secrets", "v1", "Secret"),
     ("configmaps", "v1", "ConfigMap"),

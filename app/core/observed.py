@@ -10,10 +10,12 @@ from functools import cached_property
 from app.core.reasons import POD_EVICTED, REASON_DEADLINE_EXCEEDED
 from app.kube import names
 from app.kube.gang import SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION
-from app.kube.request import ObservedJob, ObservedPod, ObservedSecret, SyncRequest
+from app.kube.request import ObservedLauncherJob, ObservedPod, ObservedSecret, SyncRequest
 
 
-class LauncherOutcome(StrEnum):
+class LauncherJobOutcome(StrEnum):
+    """Where the launcher Job stands: its Complete or Failed condition, else running."""
+
     RUNNING = "Running"
     SUCCEEDED = "Succeeded"
     FAILED = "Failed"
@@ -51,10 +53,10 @@ def failed_exit(pod: ObservedPod) -> Exit | None:
 
 
 @dataclass(frozen=True, slots=True)
-class LauncherState:
+class LauncherJobState:
     """The observed launcher Job, summarised for the status."""
 
-    outcome: LauncherOutcome
+    outcome: LauncherJobOutcome
     running_pods: int
     failed_pods: int
     completion_time: str | None = None
@@ -67,13 +69,13 @@ class LauncherState:
 
     @property
     def done(self) -> bool:
-        return self.outcome != LauncherOutcome.RUNNING
+        return self.outcome != LauncherJobOutcome.RUNNING
 
     @property
     def ends_job(self) -> bool:
         """Done in a way no failure policy changes: succeeded, or past ``activeDeadlineSeconds`` (which
         bounds the whole job, not one attempt)."""
-        return self.outcome == LauncherOutcome.SUCCEEDED or self.failure_reason == REASON_DEADLINE_EXCEEDED
+        return self.outcome == LauncherJobOutcome.SUCCEEDED or self.failure_reason == REASON_DEADLINE_EXCEEDED
 
 
 @dataclass(frozen=True, slots=True)
@@ -91,7 +93,7 @@ class WorkerCounts:
 class Observed:
     """What exists now. Workers are keyed by the index in their name (``<job>-worker-<i>``)."""
 
-    launcher: ObservedJob | None = None
+    launcher_job: ObservedLauncherJob | None = None
     workers: dict[int, ObservedPod] = field(default_factory=dict)
     secret: ObservedSecret | None = None
     # Launcher Pods reach us only through the customize hook (they are the Job's children, not ours).
@@ -104,9 +106,9 @@ class Observed:
     priorities: Mapping[str, int] = field(default_factory=dict)
 
     @cached_property
-    def launcher_state(self) -> LauncherState | None:
+    def launcher_job_state(self) -> LauncherJobState | None:
         """The launcher Job, summarised once (None when it does not exist)."""
-        return launcher_state(self.launcher, self.launcher_pods)
+        return summarise_launcher_job(self.launcher_job, self.launcher_pods)
 
     def failed_worker_exits(self) -> list[Exit]:
         """How each failed worker's container ended, by index (for the Failed condition's message)."""
@@ -130,15 +132,16 @@ def count_workers(observed: Observed, listed: int) -> WorkerCounts:
     return WorkerCounts(listed, active, succeeded, failed, evicted)
 
 
-def launcher_job(job_name: str, request: SyncRequest) -> ObservedJob | None:
+def find_launcher_job(job_name: str, request: SyncRequest) -> ObservedLauncherJob | None:
     """The job's launcher Job among the observed children, if it exists."""
     name = names.launcher_name(job_name)
-    return next((j for j in (request.children.jobs or {}).values() if j.metadata.name == name), None)
+    jobs = (request.children.launcher_jobs or {}).values()
+    return next((j for j in jobs if j.metadata.name == name), None)
 
 
 def classify(job_name: str, request: SyncRequest) -> Observed:
     children = request.children
-    launcher = launcher_job(job_name, request)
+    launcher_job = find_launcher_job(job_name, request)
     secret_name = names.ssh_secret_name(job_name)
     secret = next((s for s in (children.secrets or {}).values() if s.metadata.name == secret_name), None)
     prefix = names.worker_prefix(job_name)
@@ -148,7 +151,7 @@ def classify(job_name: str, request: SyncRequest) -> Observed:
         if index is not None:
             workers[index] = pod
     return Observed(
-        launcher=launcher,
+        launcher_job=launcher_job,
         workers=workers,
         secret=secret,
         launcher_pods=_launcher_pods(job_name, request) if request.controller.has_customize_hook else None,
@@ -199,18 +202,20 @@ def _worker_index(name: str, prefix: str) -> int | None:
     return int(suffix)
 
 
-def launcher_state(
-    launcher: ObservedJob | None, launcher_pods: list[ObservedPod] | None
-) -> LauncherState | None:
+def summarise_launcher_job(
+    launcher: ObservedLauncherJob | None, launcher_pods: list[ObservedPod] | None
+) -> LauncherJobState | None:
     """The observed launcher Job, summarised (``launcher_pods``: from the customize hook, if any)."""
     if launcher is None:
         return None
     if launcher.condition("Complete") is not None:
         completion = launcher.status.completionTime if launcher.status else None
-        return LauncherState(LauncherOutcome.SUCCEEDED, 0, launcher.failed_pods, completion_time=completion)
+        return LauncherJobState(
+            LauncherJobOutcome.SUCCEEDED, 0, launcher.failed_pods, completion_time=completion
+        )
     if (failed := launcher.condition("Failed")) is not None:
-        return LauncherState(
-            LauncherOutcome.FAILED,
+        return LauncherJobState(
+            LauncherJobOutcome.FAILED,
             0,
             launcher.failed_pods,
             failure_reason=failed.reason,
@@ -219,10 +224,10 @@ def launcher_state(
             last_exit=_newest_exit(launcher_pods or []),
         )
     running = _running_launcher_pods(launcher, launcher_pods)
-    return LauncherState(LauncherOutcome.RUNNING, running, launcher.failed_pods)
+    return LauncherJobState(LauncherJobOutcome.RUNNING, running, launcher.failed_pods)
 
 
-def _running_launcher_pods(launcher: ObservedJob, pods: list[ObservedPod] | None) -> int:
+def _running_launcher_pods(launcher: ObservedLauncherJob, pods: list[ObservedPod] | None) -> int:
     """Running launcher Pods; without the customize hook, the Job's ``ready`` count stands in."""
     if pods is not None:
         return sum(1 for pod in pods if pod.phase == "Running")

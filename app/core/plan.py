@@ -7,7 +7,7 @@ values it needs from the decisions before it. The status (``status.next_status``
 1. Did the job finish before this sync? (``finishing.has_finished``: the stored status, never a missing
    launcher.) Is it suspended (``suspension``)?
 2. Which children count, and does a failure restart or fail the job (``failure``)?
-3. Upstream's worker list, and does the job finish now (``finishing``)?
+3. Upstream's worker list, and does the job end now, and how (``finishing``: the ``Ending``)?
 4. Which workers to return (``worker_pods``), whether the launcher Job is kept or created
    (``launcher_creation``), whether the Pods join a PodGroup and the response has it (``gang_scheduling``).
 5. Which conditions change and why, and the start and completion times (``stage``, ``notices``).
@@ -46,7 +46,7 @@ class Plan:
     restarts: failure.Restarts
     finish: finishing.Finishing
     workers: worker_pods.WorkerPods
-    launcher: launcher_creation.Launcher
+    launcher_job: launcher_creation.LauncherJobDecision
     gang: gang_scheduling.Gang
     # The stage conditions and the times; the notices (GangSchedulingUnavailable, the lint Warning).
     stage: stage.Stage
@@ -74,25 +74,24 @@ def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
     """``job.status`` is the stored status without the lint Warning."""
     finished_before = finishing.has_finished(job.status)
     paused = suspension.decide(job)
-    restarts = failure.decide(job, observed, finished_before=finished_before, held=paused.suspended)
-    current, launcher = restarts.current, restarts.current.launcher_state
-    launcher_done = launcher is not None and launcher.done
+    restarts = failure.decide(job, observed, finished_before=finished_before, suspended=paused.suspended)
+    current, launcher_job = restarts.current, restarts.current.launcher_job_state
+    launcher_done = launcher_job is not None and launcher_job.done
     listed = worker_pods.listed(
         job, suspended=paused.suspended, launcher_done=launcher_done, finished_before=finished_before
     )
     counts = count_workers(current, listed)
     finish = finishing.decide(
-        job, launcher, finished_before=finished_before, evicted=counts.evicted, fails=restarts.fails
+        job, launcher_job, finished_before=finished_before, evicted=counts.evicted, fails=restarts.fails
     )
-    # Nothing is created while the job finishes or restarts, or while an old attempt is being deleted.
-    changing = finish.finishing or restarts.restarting
-    hold = changing or (restarts.in_flight and not paused.suspended)
+    # Hold: nothing is created, what exists is kept, while the job finishes or restarts, or while an old
+    # attempt is being deleted (a suspended job keeps nothing of it).
+    hold = finish.finishing or restarts.restarting or (restarts.in_flight and not paused.suspended)
     workers = worker_pods.decide(
         job, current, counts, hold=hold, cleaning=finish.cleaning, finished_before=finished_before
     )
-    blocked = changing or restarts.in_flight
-    kept = launcher_creation.decide(
-        job, current, listed, finished_before=finished_before, suspended=paused.suspended, blocked=blocked
+    launcher_decision = launcher_creation.decide(
+        job, current, listed, finished_before=finished_before, suspended=paused.suspended, hold=hold
     )
     cleaned = finish.cleaning is not None
     gang = gang_scheduling.decide(
@@ -103,7 +102,9 @@ def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
         launcher_done=launcher_done,
         cleaned=cleaned,
     )
-    progress = stage.Progress(finished_before, paused, restarts, finish.finishing, launcher, workers)
+    progress = stage.Progress(finished_before, paused, restarts, finish.ending, launcher_job, workers)
     advice = notices(finished_before, gang.undeclared, inputs.warning)
     job_stage = stage.decide(job, progress, inputs.now)
-    return Plan(finished_before, paused, restarts, finish, workers, kept, gang, job_stage, advice)
+    return Plan(
+        finished_before, paused, restarts, finish, workers, launcher_decision, gang, job_stage, advice
+    )

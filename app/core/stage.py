@@ -16,8 +16,9 @@ from app.api.defaults import Job
 from app.api.types import ConditionType, ReplicaType
 from app.core.intents import ConditionIntent, Milestone, RemoveCondition, SetCondition, Write
 from app.core.messages import failure_message, truncate
-from app.core.observed import Exit, LauncherOutcome, LauncherState
-from app.core.policies.failure import Action, PodFailure, Restarts, Ruling
+from app.core.observed import Exit, LauncherJobState
+from app.core.policies.failure import Restarts
+from app.core.policies.finishing import Ending
 from app.core.policies.suspension import Suspension
 from app.core.policies.worker_pods import WorkerPods
 from app.core.reasons import (
@@ -45,8 +46,9 @@ class Progress:
     finished_before: bool
     suspension: Suspension
     restarts: Restarts
-    finishing: bool
-    launcher: LauncherState | None
+    # How the job ends in this sync (``finishing``), if it does.
+    ending: Ending | None
+    launcher_job: LauncherJobState | None
     workers: WorkerPods
 
 
@@ -65,9 +67,10 @@ def decide(job: Job, progress: Progress, now: datetime) -> Stage:
 
 
 class _Conditions:
+    """Renders the decisions as conditions, in upstream's order; decides nothing itself."""
+
     def __init__(self, job: Job, progress: Progress, stamp: str) -> None:
         self.progress, self.stamp = progress, stamp
-        self.policed = job.failure_policy is not None
         self.stored = {c.type for c in job.status.conditions}
         self.who = f"MPIJob {job.namespace}/{job.name}"
         self.intents: list[ConditionIntent] = [RemoveCondition(ConditionType.INVALID)]
@@ -92,17 +95,10 @@ class _Conditions:
         self._suspension(progress.suspension)
         if progress.suspension.resuming or (self.start_time is None and not progress.suspension.suspended):
             self.start_time = self.stamp
-        if progress.launcher is not None:
-            self._launcher_outcome(progress.launcher)
-        restarts, evicted = progress.restarts, progress.workers.counts.evicted
-        if restarts.failure is not None and restarts.ruling is not None:
-            self._failure_policy(restarts.failure, restarts.ruling)
-        elif evicted and not self.policed:
-            # Upstream leaves evicted jobs half-alive; we finish them so the launcher stops
-            # (docs/compatibility.md).
-            message = f"{evicted}/{progress.workers.counts.listed} workers are evicted"
-            self.set(ConditionType.FAILED, "True", REASON_EVICTED, message, event="Warning")
-            self.completion_time = self.completion_time or self.stamp
+        if progress.ending is not None:
+            self._ending(progress.ending)
+        elif progress.restarts.restarting:
+            self._restarting()
         self._running()
         return Stage(tuple(self.intents), self.start_time, self.completion_time)
 
@@ -113,43 +109,47 @@ class _Conditions:
         elif suspension.resumed:
             self.set(ConditionType.SUSPENDED, "False", REASON_RESUMED, "MPIJob resumed", event="Normal")
 
-    def _launcher_outcome(self, launcher: LauncherState) -> None:
-        if launcher.outcome == LauncherOutcome.SUCCEEDED:
-            self.completion_time = self.completion_time or launcher.completion_time or self.stamp
+    def _ending(self, ending: Ending) -> None:
+        """The terminal condition ``finishing`` decided, with upstream's reason and a message to act on."""
+        launcher = self.progress.launcher_job
+        if ending == Ending.SUCCEEDED:
+            finished = launcher.completion_time if launcher is not None else None
+            self.completion_time = self.completion_time or finished or self.stamp
             message = f"{self.who} successfully completed."
             self.set(
-                ConditionType.SUCCEEDED,
+                ending.condition,
                 "True",
                 REASON_SUCCEEDED,
                 message,
                 event="Normal",
                 milestone=Milestone.SUCCEEDED,
             )
-        elif launcher.outcome == LauncherOutcome.FAILED and (not self.policed or launcher.ends_job):
-            self.completion_time = self.completion_time or self.stamp
-            failed = self.progress.restarts.current.failed_worker_exits()
-            reason, message = launcher_failure(self.who, launcher, failed)
-            self.set(
-                ConditionType.FAILED, "True", reason, message, event="Warning", milestone=Milestone.FAILED
-            )
-
-    def _failure_policy(self, failure: PodFailure, ruling: Ruling) -> None:
-        """A restart (Restarting=True, naming the Pod) or the job's failure, as the policy ruled."""
-        if ruling.action == Action.RESTART:
-            attempt = self.progress.restarts.recorded[0] if self.progress.restarts.recorded else None
-            message = f"{self.who} restarts as attempt {attempt} ({ruling.why}): {failure.describe()}"
-            self.set(
-                ConditionType.RESTARTING,
-                "True",
-                failure.reason,
-                truncate(message),
-                event="Warning",
-                milestone=Milestone.RESTARTED,
-            )
             return
         self.completion_time = self.completion_time or self.stamp
+        reason, message = self._failure_words(ending)
+        # Upstream counts no failed job for an eviction (it never ends one).
+        milestone = None if ending == Ending.EVICTED else Milestone.FAILED
+        self.set(ending.condition, "True", reason, message, event="Warning", milestone=milestone)
+
+    def _failure_words(self, ending: Ending) -> tuple[str, str]:
+        """The Failed condition's reason and message for ``ending``."""
+        if ending == Ending.LAUNCHER_FAILED:
+            launcher = self.progress.launcher_job
+            assert launcher is not None  # finishing: the launcher Job failed
+            return launcher_failure(self.who, launcher, self.progress.restarts.current.failed_worker_exits())
+        if ending == Ending.EVICTED:
+            # Upstream leaves evicted jobs half-alive; we finish them so the launcher stops
+            # (docs/compatibility.md).
+            counts = self.progress.workers.counts
+            return REASON_EVICTED, f"{counts.evicted}/{counts.listed} workers are evicted"
+        return self._policy_failure()
+
+    def _policy_failure(self) -> tuple[str, str]:
+        """The failure policy's ruling that fails the job, naming the Pod (or the launcher's last words)."""
+        restarts, launcher = self.progress.restarts, self.progress.launcher_job
+        ruling, failure = restarts.ruling, restarts.failure
+        assert ruling is not None and failure is not None  # finishing: the policy fails the job
         head = f"{self.who} has failed ({ruling.why})"
-        launcher = self.progress.launcher
         if (
             failure.replica == ReplicaType.LAUNCHER
             and launcher is not None
@@ -158,8 +158,23 @@ class _Conditions:
             message = failure_message(head, launcher.last_exit, [])  # with the launcher's last output
         else:
             message = f"{head}: {failure.describe()}"
-        kind = ConditionType.FAILED
-        self.set(kind, "True", ruling.reason, truncate(message), event="Warning", milestone=Milestone.FAILED)
+        return ruling.reason, truncate(message)
+
+    def _restarting(self) -> None:
+        """Restarting=True, naming the Pod whose failure the policy restarts the job for."""
+        restarts = self.progress.restarts
+        failure, ruling = restarts.failure, restarts.ruling
+        assert failure is not None and ruling is not None  # failure: the policy restarts the job
+        attempt = restarts.recorded[0] if restarts.recorded else None
+        message = f"{self.who} restarts as attempt {attempt} ({ruling.why}): {failure.describe()}"
+        self.set(
+            ConditionType.RESTARTING,
+            "True",
+            failure.reason,
+            truncate(message),
+            event="Warning",
+            milestone=Milestone.RESTARTED,
+        )
 
     def _running(self) -> None:
         progress = self.progress
@@ -167,7 +182,7 @@ class _Conditions:
             return  # Restarting stays until the next attempt runs
         if progress.suspension.suspended:
             self.set(ConditionType.RUNNING, "False", REASON_SUSPENDED, f"{self.who} is suspended.")
-        elif progress.finishing:
+        elif progress.ending is not None:
             # Upstream's synthetic condition for a job that finished before it was seen running.
             message = f"{self.who} is finished but Running condition was never set."
             stamp = self.completion_time or self.stamp
@@ -175,8 +190,8 @@ class _Conditions:
                 ConditionType.RUNNING, "False", REASON_RUNNING, message, write=Write.IF_ABSENT, stamp=stamp
             )
         elif (
-            progress.launcher is not None
-            and progress.launcher.running_pods >= 1
+            progress.launcher_job is not None
+            and progress.launcher_job.running_pods >= 1
             and progress.workers.counts.active == progress.workers.counts.listed
         ):
             # Upstream's Event says the same without the condition's period.
@@ -191,7 +206,7 @@ class _Conditions:
             )
 
 
-def launcher_failure(who: str, launcher: LauncherState, workers: list[Exit]) -> tuple[str, str]:
+def launcher_failure(who: str, launcher: LauncherJobState, workers: list[Exit]) -> tuple[str, str]:
     """Upstream ``updateMPIJobFailedStatus``: the Job's reason, plus the newest failed Pod's on backoff;
     the message then names the failed workers and the launcher's last words (``messages``)."""
     reason = launcher.failure_reason or REASON_FAILED

@@ -16,7 +16,7 @@ from app.api.defaults import Job
 from app.api.types import ConditionType, JobStatus, ReplicaType
 from app.core.intents import NOTICES, ConditionIntent, Event, RemoveCondition, SetCondition, Write
 from app.core.messages import truncate
-from app.core.observed import LauncherOutcome, LauncherState
+from app.core.observed import LauncherJobOutcome, LauncherJobState
 from app.core.plan import Plan
 from app.core.reasons import REASON_INVALID
 from app.core.stage import timestamp
@@ -141,11 +141,11 @@ def next_status(
     return _with_restarts(status, *(recorded or (None, None))), events
 
 
-def _finished_replicas(previous: JobStatus, plan: Plan) -> dict[str, dict[str, int]] | None:
-    replicas = previous_replica_statuses(previous)
+def _finished_replicas(stored: JobStatus, plan: Plan) -> dict[str, dict[str, int]] | None:
+    replicas = stored_replica_statuses(stored)
     if plan.finish.cleaning is not None:
         replicas = {**(replicas or {}), ReplicaType.WORKER.value: {}}
-    launcher = plan.launcher.state
+    launcher = plan.launcher_job.state
     if launcher is not None and not launcher.done:
         # That launcher is deleted by this response (``launcher_creation``).
         replicas = {
@@ -156,9 +156,9 @@ def _finished_replicas(previous: JobStatus, plan: Plan) -> dict[str, dict[str, i
 
 
 def _active_replicas(job: Job, plan: Plan) -> dict[str, dict[str, int]]:
-    replicas = previous_replica_statuses(job.status) or {}
-    if plan.launcher.state is not None:
-        replicas[ReplicaType.LAUNCHER.value] = _launcher_replica_status(plan.launcher.state)
+    replicas = stored_replica_statuses(job.status) or {}
+    if plan.launcher_job.state is not None:
+        replicas[ReplicaType.LAUNCHER.value] = _launcher_replica_status(plan.launcher_job.state)
     elif plan.suspension.suspended:
         # As upstream, whose suspended job has a suspended launcher Job (ours has none:
         # docs/compatibility.md).
@@ -168,26 +168,26 @@ def _active_replicas(job: Job, plan: Plan) -> dict[str, dict[str, int]]:
     return replicas
 
 
-def _launcher_replica_status(launcher: LauncherState) -> dict[str, int]:
-    if launcher.outcome == LauncherOutcome.SUCCEEDED:
+def _launcher_replica_status(launcher: LauncherJobState) -> dict[str, int]:
+    if launcher.outcome == LauncherJobOutcome.SUCCEEDED:
         return replica_status(succeeded=1, failed=launcher.failed_pods)
-    if launcher.outcome == LauncherOutcome.FAILED:
+    if launcher.outcome == LauncherJobOutcome.FAILED:
         return replica_status(failed=launcher.failed_pods)
     return replica_status(active=launcher.running_pods, failed=launcher.failed_pods)
 
 
 def invalid_status(
-    previous: JobStatus, generation: int | None, errors: str, now: datetime
+    stored: JobStatus, generation: int | None, errors: str, now: datetime
 ) -> tuple[dict[str, Any], tuple[Event, ...]]:
     """``Invalid=True`` listing every error (a notice: the message is what to fix); the rest as stored."""
     message = truncate(f"Found validation errors: {errors}")
     invalid = SetCondition(
         ConditionType.INVALID, "True", REASON_INVALID, message, Write.NOTICE, event="Warning"
     )
-    conditions, events = write_conditions(previous, (invalid,), now)
-    replicas = previous_replica_statuses(previous)
-    status = render(conditions, replicas, previous.start_time, previous.completion_time, generation)
-    return _with_restarts(status, previous.restart_attempt, previous.restart_count), events
+    conditions, events = write_conditions(stored, (invalid,), now)
+    replicas = stored_replica_statuses(stored)
+    status = render(conditions, replicas, stored.start_time, stored.completion_time, generation)
+    return _with_restarts(status, stored.restart_attempt, stored.restart_count), events
 
 
 def _with_restarts(status: dict[str, Any], attempt: int | None, count: int | None) -> dict[str, Any]:
@@ -199,7 +199,7 @@ def _with_restarts(status: dict[str, Any], attempt: int | None, count: int | Non
     return status
 
 
-def previous_replica_statuses(status: JobStatus) -> dict[str, dict[str, int]] | None:
+def stored_replica_statuses(status: JobStatus) -> dict[str, dict[str, int]] | None:
     if status.replica_statuses is None:
         return None
     return {

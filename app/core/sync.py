@@ -27,7 +27,7 @@ from app.core.config import SyncConfig
 from app.core.desired import desired_children
 from app.core.freeze import frozen_children
 from app.core.intents import Event
-from app.core.observed import classify, launcher_job
+from app.core.observed import classify, find_launcher_job
 from app.core.plan import Inputs, make_plan
 from app.core.policies.finishing import has_finished
 from app.core.status import invalid_status, next_status
@@ -57,7 +57,7 @@ class SyncResult:
     uid: str = ""
     # The launcher Job's name when this response keeps one, and whether the status this response writes says
     # the job finished, before or by this sync (for ``mpi_operator_job_info``).
-    launcher: str | None = None
+    launcher_job: str | None = None
     writes_finished: bool = False
     events: tuple[Event, ...] = ()
     # Ask Metacontroller for another sync after this many seconds (0: only when something changes).
@@ -164,7 +164,7 @@ def _reconcile(
         job.namespace,
         job.name,
         uid=job.metadata.uid,
-        launcher=names.launcher_name(job.name) if plan.launcher.keep else None,
+        launcher_job=names.launcher_name(job.name) if plan.launcher_job.keep else None,
         writes_finished=plan.writes_finished,
         events=events,
         resync_after_seconds=RESYNC_AFTER_FINISHING_SECONDS if plan.follow_up_sync else 0,
@@ -181,7 +181,7 @@ def _kept(
     events: tuple[Event, ...] = (),
 ) -> SyncResult:
     """Every child as it is; the launcher and "finished" as they stand (for the shell's records)."""
-    exists = launcher_job(meta.name, request) is not None
+    exists = find_launcher_job(meta.name, request) is not None
     return SyncResult(
         status,
         frozen_children(request),
@@ -189,7 +189,7 @@ def _kept(
         meta.namespace,
         meta.name,
         uid=meta.uid,
-        launcher=names.launcher_name(meta.name) if exists else None,
+        launcher_job=names.launcher_name(meta.name) if exists else None,
         writes_finished=has_finished(stored),
         events=events,
     )

@@ -120,11 +120,11 @@ class ObservedPod(msgspec.Struct, frozen=True, gc=False):
         return any(c.type == "Ready" and c.status == "True" for c in conditions)
 
 
-class JobSpec(msgspec.Struct, frozen=True, gc=False):
+class LauncherJobSpec(msgspec.Struct, frozen=True, gc=False):
     suspend: bool | None = None
 
 
-class ObservedJobStatus(msgspec.Struct, frozen=True, gc=False):
+class ObservedLauncherJobStatus(msgspec.Struct, frozen=True, gc=False):
     active: int | None = None
     ready: int | None = None
     succeeded: int | None = None
@@ -133,10 +133,10 @@ class ObservedJobStatus(msgspec.Struct, frozen=True, gc=False):
     completionTime: str | None = None
 
 
-class ObservedJob(msgspec.Struct, frozen=True, gc=False):
+class ObservedLauncherJob(msgspec.Struct, frozen=True, gc=False):
     metadata: Meta = Meta()
-    spec: JobSpec | None = None
-    status: ObservedJobStatus | None = None
+    spec: LauncherJobSpec | None = None
+    status: ObservedLauncherJobStatus | None = None
 
     def condition(self, kind: str) -> ObservedCondition | None:
         conditions = (self.status.conditions if self.status else None) or []
@@ -158,7 +158,7 @@ class ObservedObject(msgspec.Struct, frozen=True, gc=False):
 
 class Children(msgspec.Struct, frozen=True, gc=False):
     pods: dict[str, ObservedPod] | None = msgspec.field(default=None, name="Pod.v1")
-    jobs: dict[str, ObservedJob] | None = msgspec.field(default=None, name="Job.batch/v1")
+    launcher_jobs: dict[str, ObservedLauncherJob] | None = msgspec.field(default=None, name="Job.batch/v1")
     services: dict[str, ObservedObject] | None = msgspec.field(default=None, name="Service.v1")
     secrets: dict[str, ObservedSecret] | None = msgspec.field(default=None, name="Secret.v1")
     configmaps: dict[str, ObservedObject] | None = msgspec.field(default=None, name="ConfigMap.v1")

@@ -258,7 +258,7 @@ class Metrics:
     def _record_job(self, result: SyncResult) -> None:
         """One series per live job: set while it has a launcher and is not finished, dropped after; past
         ``job_info_max_series`` the least recently synced job's series goes."""
-        launcher = result.launcher
+        launcher = result.launcher_job
         key = (launcher or names.launcher_name(result.name), result.namespace)
         seen = self._job_seen.pop(key, None)
         if launcher is None or result.writes_finished:

@@ -189,7 +189,7 @@ def test_log_fields_cannot_forge_lines(log_format: str, capsys: pytest.CaptureFi
 
 def _result(name: str, *, launcher: bool, finished: bool = False) -> SyncResult:
     kept = f"{name}-launcher" if launcher else None
-    return SyncResult({}, [], Outcome.SYNCED, "ns", name, launcher=kept, writes_finished=finished)
+    return SyncResult({}, [], Outcome.SYNCED, "ns", name, launcher_job=kept, writes_finished=finished)
 
 
 def _series(metrics: Metrics) -> set[str]:

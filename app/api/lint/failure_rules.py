@@ -12,7 +12,8 @@ from app.api.types import ReplicaType
 
 
 def failure_policy_unseen(job: Job) -> Iterator[Finding]:
-    if job.failure_policy is not None and job.worker is not None and job.worker.restart_policy == "OnFailure":
+    worker = job.worker_spec
+    if job.has_failure_policy and worker is not None and worker.restart_policy == "OnFailure":
         yield Finding(
             Rule.FAILURE_POLICY_UNSEEN,
             Severity.WARNING,
@@ -27,7 +28,7 @@ def failure_policy_unseen(job: Job) -> Iterator[Finding]:
 def failure_rule_unreachable(job: Job) -> Iterator[Finding]:
     """A rule with no exit codes and no Pod conditions matches every failure of its replica types: a later
     rule for no other replica type is never reached (the first match wins)."""
-    rules = (job.failure_policy.rules if job.failure_policy is not None else None) or []
+    rules = job.failure_rules
     every = {t.value for t in ReplicaType}
     covered: set[str] = set()
     for index, rule in enumerate(rules):

@@ -5,6 +5,7 @@ from __future__ import annotations
 from app.api.types import API_VERSION, ConditionType
 from app.cli.doctor.facts import Facts
 from app.cli.doctor.problems import Problem, check, one_line
+from app.core.policies import suspension
 from app.core.reasons import REASON_INVALID
 
 # No condition this long after creation: the hook has not answered for the job.
@@ -99,7 +100,8 @@ def suspended(facts: Facts) -> Problem | None:
 
 
 def _suspended(facts: Facts) -> bool:
-    return bool(((facts.raw.get("spec") or {}).get("runPolicy") or {}).get("suspend"))
+    """The hook's own ``suspension`` decision on the defaulted job."""
+    return facts.job is not None and suspension.decide(facts.job).suspended
 
 
 def _suspended_evidence(facts: Facts) -> tuple[str, ...]:

@@ -11,6 +11,7 @@ from app.api.types import ConditionType, ReplicaType
 from app.cli.doctor.facts import Facts, parse_time, pod_name
 from app.cli.doctor.problems import Check, Problem, check, one_line
 from app.core import reasons
+from app.core.observed import LauncherJobOutcome
 from app.core.policies import failure as failures
 from app.kube import names
 
@@ -200,12 +201,16 @@ def job_failed(facts: Facts) -> Problem | None:
     "the launcher failed and the launcher Job retries it (each counts against backoffLimit)",
 )
 def launcher_retrying(facts: Facts) -> Problem | None:
-    launcher = facts.observed.launcher
-    if launcher is None or not launcher.failed_pods or ConditionType.SUCCEEDED in facts.conditions:
+    """The launcher Job runs on (the hook's ``LauncherJobOutcome.RUNNING``: neither Complete nor Failed)
+    after some of its Pods failed."""
+    launcher = facts.observed.launcher_job_state
+    if launcher is None or launcher.outcome != LauncherJobOutcome.RUNNING or not launcher.failed_pods:
+        return None
+    if ConditionType.SUCCEEDED in facts.conditions:
         return None
     times = "once" if launcher.failed_pods == 1 else f"{launcher.failed_pods} times"
     summary = f"the launcher of {facts.name} failed {times} and is retried"
-    return _failure_problem(facts, "launcher-retrying", summary, None)
+    return _failure_problem(facts, "launcher-retrying", summary, None, facts.newest_launcher_failure())
 
 
 @check(
@@ -220,14 +225,21 @@ def job_restarting(facts: Facts) -> Problem | None:
     )
 
 
-def _failure_problem(facts: Facts, id: str, summary: str, condition: dict[str, str] | None) -> Problem:
+def _failure_problem(
+    facts: Facts,
+    id: str,
+    summary: str,
+    condition: dict[str, str] | None,
+    failure: failures.PodFailure | None = None,
+) -> Problem:
+    """``failure``: the Pod failure to name, else the one the hook's failure policy acts on."""
     evidence = []
     if condition is not None:
         evidence.append(
             f"condition {condition.get('type')}=True ({condition.get('reason')}):"
             f" {one_line(condition.get('message'))}"
         )
-    failure = facts.first_failure()
+    failure = failure or facts.first_failure()
     if failure is not None:
         evidence.append(f"first failure: {failure.describe()}")
     evidence += [
@@ -244,7 +256,7 @@ def _failure_problem(facts: Facts, id: str, summary: str, condition: dict[str, s
 
 def _policy_effect(facts: Facts) -> str:
     job = facts.job
-    if job is None or job.failure_policy is None:
+    if job is None or not job.has_failure_policy:
         return ""
     count = facts.status.get("restartCount") or 0
     return f"failure policy: {count} of maxRestarts {job.max_restarts} restarts used, attempt {facts.attempt}"

@@ -8,7 +8,6 @@ from typing import Any
 from app.api.types import ReplicaType
 from app.cli.doctor.facts import Container, Facts, condition, pod_name, role
 from app.cli.doctor.problems import Problem, check, one_line
-from app.core.observed import failed_exit
 from app.core.policies import failure as failures
 from app.kube.request import ObservedPod
 
@@ -265,10 +264,10 @@ def oom_killed(facts: Facts) -> Problem | None:
         *((ReplicaType.LAUNCHER, p) for p in facts.observed.launcher_pods or []),
     ]
     for replica, observed in pods:
-        ended = failed_exit(observed)
-        if ended is None or ended.reason != failures.Cause.OOM_KILLED:
+        failure = failures.pod_failure(replica, observed)  # the hook's own classification
+        ended = failure.exit
+        if ended is None or failure.cause != failures.Cause.OOM_KILLED:
             continue
-        failure = failures.PodFailure(replica, ended.pod, ended, frozenset())
         limit = _limit(facts, ended.pod, ended.container)
         return Problem(
             "oom-killed",

@@ -1,6 +1,7 @@
 """A snapshot read the way the hook reads it: the defaulted job, its lint findings, the current attempt's
-Pods, and the hook's own classification of its children (``app.core.observed``) and of its failures
-(``app.core.policies.failure``), so the doctor never derives again what the hook decides."""
+Pods, and the hook's own classification of its children (``app.core.observed``: the launcher Job's state
+among them) and of its failures (``app.core.policies.failure``), so the doctor never derives again what the
+hook decides."""
 
 from __future__ import annotations
 
@@ -16,9 +17,9 @@ from pydantic import ValidationError
 
 from app.api.defaults import Job, with_defaults
 from app.api.lint import Finding, lint
-from app.api.types import MPIJob
+from app.api.types import MPIJob, ReplicaType
 from app.cli.doctor.snapshot import Snapshot
-from app.core.observed import Observed, classify
+from app.core.observed import Observed, classify, newest_failed_pod
 from app.core.policies import failure as failures
 from app.kube import names
 from app.kube.request import (
@@ -27,7 +28,7 @@ from app.kube.request import (
     ControllerSpec,
     HookRef,
     Hooks,
-    ObservedJob,
+    ObservedLauncherJob,
     ObservedPod,
     Related,
     SyncRequest,
@@ -152,17 +153,23 @@ class Facts:
         request = SyncRequest(
             parent=msgspec.Raw(b"{}"),
             controller=_CUSTOMIZED,
-            children=Children(pods=keyed(self.snap.pods, ObservedPod), jobs=keyed(launcher, ObservedJob)),
+            children=Children(
+                pods=keyed(self.snap.pods, ObservedPod), launcher_jobs=keyed(launcher, ObservedLauncherJob)
+            ),
             related=Related(pods=keyed(self.snap.pods, ObservedPod)),
         )
         return failures.current_attempt(classify(self.name, request), self.attempt)[0]
 
     def first_failure(self) -> failures.PodFailure | None:
-        """The failure the hook's failure policy would act on (a failed worker first, else the launcher's)."""
-        launcher = self.observed.launcher
-        launcher_failed = launcher is not None and launcher.failed_pods > 0
+        """The failure the hook's failure policy acts on, by the hook's own rule (a failed worker first, else
+        a launcher Job that has failed: one whose Pod it still retries has not)."""
         wanted = self.job.worker_replicas if self.job is not None else len(self.observed.workers)
-        return failures.first_failure(self.observed, launcher_failed, wanted)
+        return failures.first_failure(self.observed, wanted)
+
+    def newest_launcher_failure(self) -> failures.PodFailure | None:
+        """How the launcher Pod that failed last failed (the one the launcher Job retries)."""
+        newest = newest_failed_pod(self.observed.launcher_pods or [])
+        return failures.pod_failure(ReplicaType.LAUNCHER, newest) if newest is not None else None
 
     def containers(self, pod: dict[str, Any]) -> list[Container]:
         spec, status = pod.get("spec") or {}, pod.get("status") or {}

@@ -14,7 +14,7 @@ from app.cli.doctor.untrusted import Hostile, printable
 from app.kube import names
 from app.kube.gang import PODGROUP_API_VERSIONS
 from app.kube.gang import RESOURCE as PODGROUPS
-from app.kube.request import ObservedJob, ObservedPod
+from app.kube.request import ObservedLauncherJob, ObservedPod
 
 LOG_LINES = 40
 # How a Pod names its PodGroup: Volcano's annotation, scheduler-plugins' label.
@@ -51,7 +51,7 @@ def _gather(reader: Reader, namespace: str, name: str, now: str) -> Snapshot:
         )
         return snap
     launcher = Read("get", "jobs.batch", namespace, f"{batch}/jobs/{names.launcher_name(name)}")
-    snap.launcher = _object(reader, launcher, shapes.OBJECT, ObservedJob)
+    snap.launcher = _object(reader, launcher, shapes.OBJECT, ObservedLauncherJob)
     selector = {"labelSelector": f"{names.JOB_NAME_LABEL}={name}"}
     snap.pods = _items(reader, Read("list", "pods", namespace, f"{core}/pods", selector), shapes.POD)
     snap.service = _object(
@@ -72,7 +72,7 @@ def _object(
     reader: Reader,
     read: Read,
     shape: object,
-    decoded_as: type[ObservedJob] | None = None,
+    decoded_as: type[ObservedLauncherJob] | None = None,
     *,
     metadata_only: bool = False,
 ) -> dict[str, Any] | None:

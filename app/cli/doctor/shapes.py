@@ -16,7 +16,7 @@ import msgspec
 import orjson
 
 from app.cli.doctor.untrusted import Hostile
-from app.kube.request import ObservedJob, ObservedPod
+from app.kube.request import ObservedLauncherJob, ObservedPod
 
 
 class Required:
@@ -122,7 +122,7 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def as_the_hook_reads(obj: dict[str, Any], kind: type[ObservedPod | ObservedJob], where: str) -> None:
+def as_the_hook_reads(obj: dict[str, Any], kind: type[ObservedPod | ObservedLauncherJob], where: str) -> None:
     """``Hostile`` if the hook's own decoder (``app.kube.request``) would refuse ``obj``."""
     try:
         msgspec.json.decode(orjson.dumps(obj), type=kind)
@@ -139,4 +139,4 @@ def snapshot(data: Any, where: str) -> None:
     for index, pod in enumerate(data.get("pods") or []):
         as_the_hook_reads(pod, ObservedPod, f"{where}: pods[{index}]")
     if data.get("launcher") is not None:
-        as_the_hook_reads(data["launcher"], ObservedJob, f"{where}: launcher")
+        as_the_hook_reads(data["launcher"], ObservedLauncherJob, f"{where}: launcher")

@@ -16,7 +16,7 @@ from enum import StrEnum
 
 from app.api.defaults import Job
 from app.api.types import ExitCodeOperator, FailureAction, FailurePolicyRule, ReplicaType
-from app.core.observed import Exit, LauncherOutcome, Observed, failed_exit, newest_failed_pod
+from app.core.observed import Exit, LauncherJobOutcome, Observed, failed_exit, newest_failed_pod
 from app.core.reasons import POD_EVICTED, REASON_DEADLINE_EXCEEDED, REASON_FAIL_JOB_RULE, REASON_MAX_RESTARTS
 from app.kube import names
 from app.kube.request import ObservedPod
@@ -121,16 +121,16 @@ class Restarts:
         return self.ruling is not None and self.ruling.action == Action.FAIL
 
 
-def decide(job: Job, observed: Observed, *, finished_before: bool, held: bool) -> Restarts:
-    """``finished_before``: the stored status says so (the record stays, every child counts). ``held``: no
-    failure decides while the job is suspended."""
-    if job.failure_policy is None:
+def decide(job: Job, observed: Observed, *, finished_before: bool, suspended: bool) -> Restarts:
+    """``finished_before``: the stored status says so (the record stays, every child counts). No failure
+    decides while the job is ``suspended``."""
+    if not job.has_failure_policy:
         return Restarts(observed)
     attempt, count = job.status.restarts
     if finished_before:
         return Restarts(observed, attempt=attempt, recorded=(attempt, count))
     current, in_flight = current_attempt(observed, attempt)
-    failure, ruling = _deciding_failure(job, current, held=held or in_flight)
+    failure, ruling = _deciding_failure(job, current, waiting=suspended or in_flight)
     restarting = ruling is not None and ruling.action == Action.RESTART
     recorded = (
         (attempt + 1, count + ruling.counted) if ruling is not None and restarting else (attempt, count)
@@ -138,24 +138,24 @@ def decide(job: Job, observed: Observed, *, finished_before: bool, held: bool) -
     return Restarts(current, in_flight, attempt, recorded, failure, ruling)
 
 
-def _deciding_failure(job: Job, current: Observed, *, held: bool) -> tuple[PodFailure | None, Ruling | None]:
-    """The failure of the current attempt that decides, and the ruling on it. None while ``held`` (an old
-    attempt still being deleted, or suspended) or once the launcher ended the job: one that succeeded has
-    succeeded, whatever its workers did since; one past activeDeadlineSeconds has failed (the deadline is
-    the job's, not an attempt's)."""
-    launcher = current.launcher_state
-    if held or (launcher is not None and launcher.ends_job):
+def _deciding_failure(
+    job: Job, current: Observed, *, waiting: bool
+) -> tuple[PodFailure | None, Ruling | None]:
+    """The failure of the current attempt that decides, and the ruling on it. None while ``waiting`` (an
+    old attempt still being deleted, or suspended) or once the launcher ended the job: one that succeeded
+    has succeeded, whatever its workers did since; one past activeDeadlineSeconds has failed (the deadline
+    is the job's, not an attempt's)."""
+    launcher = current.launcher_job_state
+    if waiting or (launcher is not None and launcher.ends_job):
         return None, None
-    launcher_failed = launcher is not None and launcher.outcome == LauncherOutcome.FAILED
-    failure = first_failure(current, launcher_failed, job.worker_replicas)
+    failure = first_failure(current, job.worker_replicas)
     return failure, (rule_on(job, failure, job.status.restarts[1]) if failure is not None else None)
 
 
 def rule_on(job: Job, failure: PodFailure, restarts: int) -> Ruling:
     """The first rule that matches decides; no match is a counted restart, as RestartJob."""
-    rules = (job.failure_policy.rules if job.failure_policy is not None else None) or []
     action, which = FailureAction.RESTART_JOB, "no rule matched"
-    for index, rule in enumerate(rules):
+    for index, rule in enumerate(job.failure_rules):
         if matches(rule, failure):
             action, which = (
                 FailureAction(rule.action or FailureAction.RESTART_JOB),
@@ -199,39 +199,42 @@ def current_attempt(observed: Observed, attempt: int) -> tuple[Observed, bool]:
     """The observed children of ``attempt``, and whether any of another attempt still exists."""
     workers = {i: pod for i, pod in observed.workers.items() if attempt_of(pod.metadata.labels) == attempt}
     stale = len(workers) < len(observed.workers)
-    launcher = observed.launcher
-    if launcher is not None and attempt_of(launcher.metadata.labels) != attempt:
-        stale, launcher = True, None
+    launcher_job = observed.launcher_job
+    if launcher_job is not None and attempt_of(launcher_job.metadata.labels) != attempt:
+        stale, launcher_job = True, None
     launcher_pods = observed.launcher_pods
     if launcher_pods is not None:
         # An old launcher Job is deleted in the background: its Pod may still run mpirun for a while.
         current = [pod for pod in launcher_pods if attempt_of(pod.metadata.labels) == attempt]
         stale = stale or len(current) < len(launcher_pods)
         launcher_pods = current
-    return replace(observed, launcher=launcher, workers=workers, launcher_pods=launcher_pods), stale
+    return replace(observed, launcher_job=launcher_job, workers=workers, launcher_pods=launcher_pods), stale
 
 
 # --- failures ----------------------------------------------------------------------------------------
 
 
-def first_failure(observed: Observed, launcher_failed: bool, workers: int) -> PodFailure | None:
+def first_failure(observed: Observed, workers: int) -> PodFailure | None:
     """The failure that decides: the first failed or disrupted worker of the ``workers`` wanted (a launcher
-    usually fails because a worker did; a surplus worker being scaled away is no failure), else the failed
-    launcher Job's newest failed Pod."""
+    usually fails because a worker did; a surplus worker being scaled away is no failure), else, once the
+    launcher Job has failed (its Failed condition: a launcher Pod it still retries is no failure of the
+    job), its newest failed Pod. The doctor asks this too, so both name the same failure."""
     for index in sorted(i for i in observed.workers if i < workers):
         pod = observed.workers[index]
         if pod.phase == "Failed" or DISRUPTION_TARGET in _true_conditions(pod):
-            return _failure(ReplicaType.WORKER, pod)
-    if not launcher_failed:
+            return pod_failure(ReplicaType.WORKER, pod)
+    launcher = observed.launcher_job_state
+    if launcher is None or launcher.outcome != LauncherJobOutcome.FAILED:
         return None
     newest = newest_failed_pod(observed.launcher_pods or [])
     if newest is not None:
-        return _failure(ReplicaType.LAUNCHER, newest)
-    name = observed.launcher.metadata.name if observed.launcher is not None else ""
+        return pod_failure(ReplicaType.LAUNCHER, newest)
+    name = observed.launcher_job.metadata.name if observed.launcher_job is not None else ""
     return PodFailure(ReplicaType.LAUNCHER, name, None, frozenset())
 
 
-def _failure(replica: ReplicaType, pod: ObservedPod) -> PodFailure:
+def pod_failure(replica: ReplicaType, pod: ObservedPod) -> PodFailure:
+    """How ``pod`` failed, as the policy matches and describes it."""
     reason = (pod.status.reason if pod.status else None) or ""
     return PodFailure(replica, pod.metadata.name, failed_exit(pod), _true_conditions(pod), reason)
 

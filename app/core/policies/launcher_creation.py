@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 from app.api.defaults import Job
 from app.api.types import LauncherCreationPolicy
-from app.core.observed import LauncherState, Observed
+from app.core.observed import LauncherJobState, Observed
 
 
 @dataclass(frozen=True, slots=True)
-class Launcher:
+class LauncherJobDecision:
     # The observed launcher Job of the current attempt, summarised (None: it does not exist).
-    state: LauncherState | None
+    state: LauncherJobState | None
     # The response has the launcher Job: kept, or created now.
     keep: bool
     # No launcher yet and the job has not finished: a PodGroup must not count it (upstream #608).
@@ -28,16 +28,16 @@ class Launcher:
 
 
 def decide(
-    job: Job, observed: Observed, listed: int, *, finished_before: bool, suspended: bool, blocked: bool
-) -> Launcher:
-    """``listed``: upstream's worker list; ``blocked``: the job finishes or restarts now, or an old attempt
-    is being deleted."""
-    state = observed.launcher_state
+    job: Job, observed: Observed, listed: int, *, finished_before: bool, suspended: bool, hold: bool
+) -> LauncherJobDecision:
+    """``listed``: upstream's worker list; ``hold``: create nothing (the job finishes or restarts now, or
+    an old attempt is being deleted)."""
+    state = observed.launcher_job_state
     if finished_before:
-        return Launcher(state, keep=state is not None and state.done)
-    may_create = not blocked and _may_create(job, observed, listed)
-    keep = not suspended and (observed.launcher is not None or may_create)
-    return Launcher(state, keep, pending=not keep)
+        return LauncherJobDecision(state, keep=state is not None and state.done)
+    may_create = not hold and _may_create(job, observed, listed)
+    keep = not suspended and (observed.launcher_job is not None or may_create)
+    return LauncherJobDecision(state, keep, pending=not keep)
 
 
 def _may_create(job: Job, observed: Observed, listed: int) -> bool:

@@ -63,7 +63,7 @@ def decide(
 
 def _after_finish(job: Job, observed: Observed, cleaning: CleanPodPolicy | None) -> tuple[int, ...]:
     """A finished job keeps what exists, until cleanPodPolicy deletes all workers or the running ones."""
-    if job.worker is None or cleaning == CleanPodPolicy.ALL:
+    if job.worker_spec is None or cleaning == CleanPodPolicy.ALL:
         return ()
     kept = sorted(observed.workers)
     if cleaning == CleanPodPolicy.RUNNING:

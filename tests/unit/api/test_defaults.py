@@ -56,7 +56,7 @@ def _spec(job: Job) -> dict[str, Any]:
         "mpiImplementation": job.mpi_implementation,
     }
     if job.has_replica_specs:
-        replicas = {"Launcher": job.launcher, "Worker": job.worker}
+        replicas = {"Launcher": job.launcher_spec, "Worker": job.worker_spec}
         spec["mpiReplicaSpecs"] = {k: _replica(v) for k, v in replicas.items() if v is not None}
     return spec
 
@@ -261,8 +261,8 @@ def test_with_defaults_shares_templates_and_cannot_be_changed() -> None:
     )
     defaulted = with_defaults(job)
     original = job.spec.mpi_replica_specs["Launcher"]  # type: ignore[index]
-    assert defaulted.launcher is not None and original is not None
-    assert defaulted.launcher.template is original.template
+    assert defaulted.launcher_spec is not None and original is not None
+    assert defaulted.launcher_spec.template is original.template
     with pytest.raises(dataclasses.FrozenInstanceError):
         defaulted.clean_pod_policy = "All"  # type: ignore[misc]
 

@@ -25,7 +25,7 @@ from cryptography.hazmat.primitives.asymmetric import ec
 from app.api.defaults import Job, with_defaults
 from app.api.types import MPIJob
 from app.children.configmap import build_configmap, discover_hosts, hostfile
-from app.children.launcher import build_launcher
+from app.children.launcher_job import build_launcher_job
 from app.children.launcher_wait import SCRIPT as WAIT_SCRIPT
 from app.children.service import build_service
 from app.children.ssh_secret import build_ssh_secret
@@ -100,13 +100,13 @@ def mpijob(name: str = "foo", namespace: str = "bar", **spec: Any) -> Job:
 
 
 def launcher(job: Job) -> dict[str, Any]:
-    assert job.launcher is not None
-    return build_launcher(job, job.launcher)
+    assert job.launcher_spec is not None
+    return build_launcher_job(job, job.launcher_spec)
 
 
 def workers(job: Job, domain: str) -> WorkerFactory:
-    assert job.worker is not None
-    return WorkerFactory(job, job.worker, domain)
+    assert job.worker_spec is not None
+    return WorkerFactory(job, job.worker_spec, domain)
 
 
 def one_container() -> dict[str, Any]:
@@ -1402,9 +1402,9 @@ def test_fs_group_for_a_non_root_key(
         template["spec"]["securityContext"] = pod_context
     replicas = {"Launcher": {"template": template}, "Worker": {"replicas": 1, "template": template}}
     job = mpijob(sshAuthMountPath=path, mpiReplicaSpecs=copy.deepcopy(replicas))
-    assert job.launcher is not None and job.worker is not None
-    launcher_spec = build_launcher(job, job.launcher)["spec"]["template"]["spec"]
-    worker_spec = WorkerFactory(job, job.worker, "").build(0)["spec"]
+    assert job.launcher_spec is not None and job.worker_spec is not None
+    launcher_spec = build_launcher_job(job, job.launcher_spec)["spec"]["template"]["spec"]
+    worker_spec = WorkerFactory(job, job.worker_spec, "").build(0)["spec"]
     assert launcher_spec.get("securityContext") == want
     assert worker_spec.get("securityContext") == want
 

@@ -16,7 +16,7 @@ import pytest
 
 from app.api.defaults import with_defaults
 from app.api.types import MPIJob
-from app.children.launcher import build_launcher
+from app.children.launcher_job import build_launcher_job
 from app.children.launcher_wait import DEFAULT_WAIT_SECONDS, SCRIPT
 from app.children.service import build_service
 from app.kube.names import LAUNCHER_WAIT_ANNOTATION, WAIT_FOR_WORKERS_CONTAINER
@@ -25,8 +25,8 @@ from tests.support.builders import mpijob
 
 def _spec(job: dict[str, Any]) -> dict[str, Any]:
     parsed = with_defaults(MPIJob.model_validate(job))
-    assert parsed.launcher is not None
-    spec: dict[str, Any] = build_launcher(parsed, parsed.launcher)["spec"]["template"]["spec"]
+    assert parsed.launcher_spec is not None
+    spec: dict[str, Any] = build_launcher_job(parsed, parsed.launcher_spec)["spec"]["template"]["spec"]
     return spec
 
 

@@ -54,8 +54,8 @@ def job(
         name="test",
         namespace="ns",
         policy=sp,
-        launcher=launcher,
-        worker=worker,
+        launcher_spec=launcher,
+        worker_spec=worker,
         annotations=annotations or {},
         launcher_pending=launcher_pending,
     )

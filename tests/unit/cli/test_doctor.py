@@ -135,8 +135,13 @@ def _launcher_failed(snap: Snapshot) -> None:
 
 
 def _failed(snap: Snapshot) -> None:
+    """The launcher Job gave up (its Failed condition), and the hook wrote the MPIJob's Failed from it."""
     _launcher_failed(snap)
-    _condition(snap, "Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
+    assert snap.launcher is not None
+    message = "Job has reached the specified backoff limit"
+    failed = {"type": "Failed", "status": "True", "reason": "BackoffLimitExceeded", "message": message}
+    snap.launcher["status"]["conditions"] = [failed]
+    _condition(snap, "Failed", "BackoffLimitExceeded", message)
 
 
 EDITS: dict[str, tuple[str | None, Callable[[Snapshot], None]]] = {

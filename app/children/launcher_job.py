@@ -101,7 +101,7 @@ def _template(labels: dict[str, str], annotations: dict[str, str], spec: dict[st
     return {"metadata": metadata, "spec": spec}
 
 
-def build_launcher(
+def build_launcher_job(
     job: Job, replica: Replica, attempt: int | None = None, membership: Membership | None = None
 ) -> dict[str, Any]:
     """The launcher Job. ``suspend`` is never emitted: a suspended MPIJob has no launcher (see the plan).
