@@ -19,7 +19,7 @@ from app.core.config import SyncConfig
 from app.core.sync import sync
 from app.kube.keys import MIN_SEED_BYTES, SeededKeys
 from app.kube.request import SyncRequest
-from tests.builders import sync_request
+from tests.support.builders import sync_request
 
 RUNNING = Path(__file__).parents[2] / "fixtures" / "doctor" / "running.json"
 BACKOFF_LIMIT = 3

@@ -13,8 +13,8 @@ from app.core.intents import SetCondition
 from app.core.observed import Observed
 from app.core.plan import Inputs, Plan, make_plan
 from app.core.policies.finishing import Ending
-from tests.builders import MPIJobBuilder, mpijob
-from tests.unit.core.observed_fixtures import (
+from tests.support.builders import MPIJobBuilder, mpijob
+from tests.support.observed import (
     condition,
     defaulted,
     launcher_job,

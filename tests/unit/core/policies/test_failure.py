@@ -11,8 +11,8 @@ import pytest
 from app.core.observed import Observed
 from app.core.policies import failure
 from app.core.policies.failure import Action, Restarts
-from tests.builders import MPIJobBuilder, mpijob
-from tests.unit.core.observed_fixtures import (
+from tests.support.builders import MPIJobBuilder, mpijob
+from tests.support.observed import (
     condition,
     defaulted,
     launcher_job,

@@ -11,8 +11,8 @@ from app.api.types import CleanPodPolicy, ConditionType
 from app.core.observed import LauncherJobState
 from app.core.policies import finishing
 from app.core.policies.finishing import Ending, Finishing, has_finished
-from tests.builders import MPIJobBuilder, mpijob
-from tests.unit.core.observed_fixtures import condition, defaulted, launcher_job, observed, with_policy
+from tests.support.builders import MPIJobBuilder, mpijob
+from tests.support.observed import condition, defaulted, launcher_job, observed, with_policy
 
 RUNNING = launcher_job(ready=1)
 COMPLETE = launcher_job(complete=True, completion_time="2026-05-04T09:05:00Z")

@@ -9,7 +9,7 @@ import pytest
 from app.core.policies import gang_scheduling
 from app.core.policies.gang_scheduling import Gang
 from app.kube.gang import SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION, GangScheduler
-from tests.unit.core.observed_fixtures import observed
+from tests.support.observed import observed
 
 VOLCANO = GangScheduler("volcano")
 PLUGINS = GangScheduler("scheduler-plugins-scheduler")

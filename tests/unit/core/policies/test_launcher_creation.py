@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 
 from app.core.policies import launcher_creation
-from tests.builders import MPIJobBuilder, mpijob
-from tests.unit.core.observed_fixtures import defaulted, launcher_job, observed, worker
+from tests.support.builders import MPIJobBuilder, mpijob
+from tests.support.observed import defaulted, launcher_job, observed, worker
 
 AT_STARTUP, WAIT = mpijob(), mpijob().wait_for_workers()
 READY = {0: worker(0, ready=True), 1: worker(1, ready=True)}

@@ -6,8 +6,8 @@ import pytest
 
 from app.core.policies import suspension
 from app.core.policies.suspension import Suspension
-from tests.builders import mpijob
-from tests.unit.core.observed_fixtures import condition, defaulted
+from tests.support.builders import mpijob
+from tests.support.observed import condition, defaulted
 
 CASES = {
     # id: (runPolicy.suspend, the stored Suspended condition or None, the decision)

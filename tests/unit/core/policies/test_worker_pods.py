@@ -11,8 +11,8 @@ from app.api.types import CleanPodPolicy
 from app.core.observed import count_workers
 from app.core.policies import worker_pods
 from app.core.policies.worker_pods import WorkerPods, listed
-from tests.builders import mpijob
-from tests.unit.core.observed_fixtures import defaulted, observed, worker, workers
+from tests.support.builders import mpijob
+from tests.support.observed import defaulted, observed, worker, workers
 
 # id: (suspended, launcher done, finished before, the length of upstream's worker list for 2 replicas)
 LISTED = {

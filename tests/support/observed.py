@@ -15,7 +15,7 @@ from app.api.types import MPIJob
 from app.core.observed import Observed
 from app.kube import names
 from app.kube.request import ObservedLauncherJob, ObservedPod
-from tests.builders import MPIJobBuilder, mpijob
+from tests.support.builders import MPIJobBuilder, mpijob
 
 NAME = "pi"
 STAMP = "2026-05-04T09:00:00Z"
