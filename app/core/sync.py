@@ -32,7 +32,7 @@ from app.core.plan import Inputs, make_plan
 from app.core.policies.finishing import has_finished
 from app.core.status import invalid_status, next_status
 from app.core.timings import Timing, phase_timings
-from app.core.warnings import lint_message, without_warning
+from app.core.lint_warning import lint_message, without_warning
 from app.kube import names
 from app.kube.keys import KeySource
 from app.kube.parent import Unreadable, read_parent
