@@ -18,10 +18,10 @@ import yaml
 from app.api.defaults import with_defaults
 from app.api.types import JobStatus, MPIJob
 from app.core.intents import Event
+from app.core.lint_warning import lint_message
 from app.core.notices import notices
 from app.core.reasons import REASON_LINT
 from app.core.status import WireCondition, write_conditions
-from app.core.lint_warning import lint_message
 from tests.builders import mpijob
 from tests.test_lint import CASES
 

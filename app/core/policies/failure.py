@@ -19,6 +19,7 @@ from app.api.types import ExitCodeOperator, FailureAction, FailurePolicyRule, Re
 from app.core.observed import Exit, LauncherOutcome, Observed, failed_exit, newest_failed_pod
 from app.core.reasons import POD_EVICTED, REASON_DEADLINE_EXCEEDED, REASON_FAIL_JOB_RULE, REASON_MAX_RESTARTS
 from app.kube import names
+from app.kube.pod_phase import PodPhase
 from app.kube.request import ObservedPod
 
 DISRUPTION_TARGET = "DisruptionTarget"
@@ -220,7 +221,7 @@ def first_failure(observed: Observed, launcher_failed: bool, workers: int) -> Po
     launcher Job's newest failed Pod."""
     for index in sorted(i for i in observed.workers if i < workers):
         pod = observed.workers[index]
-        if pod.phase == "Failed" or DISRUPTION_TARGET in _true_conditions(pod):
+        if pod.phase == PodPhase.FAILED or DISRUPTION_TARGET in _true_conditions(pod):
             return _failure(ReplicaType.WORKER, pod)
     if not launcher_failed:
         return None
