@@ -18,7 +18,7 @@ from pydantic import BaseModel, TypeAdapter, ValidationError, ValidatorFunctionW
 from app.api.types import JobStatus, MPIJob, ObjectMeta
 from app.api.validation import FieldError
 from app.kube import depth
-from app.kube.request import RequestError
+from app.kube.request import RequestError, check_parent, check_parent_head
 
 
 @dataclass(frozen=True)
@@ -52,25 +52,30 @@ _reader: TypeAdapter[Any] = TypeAdapter(Annotated[MPIJob, WrapValidator(_with_do
 
 
 def read_parent(raw: bytes) -> Parent | Unreadable:
-    """Raises ``RequestError`` only when not even the parent's metadata and status can be read."""
+    """Raises ``RequestError`` when the parent is no MPIJob of the served version, or when not even its
+    metadata and status can be read."""
     if depth.deeper_than(raw):
         return _too_deep(raw)
     try:
         job, document = _reader.validate_json(raw)
     except ValidationError as err:
         return _unreadable(raw, err)
+    # Parsed, so a JSON object whose apiVersion and kind are strings, when present.
+    check_parent(document.get("apiVersion"), document.get("kind"))
     return Parent(job, document)
 
 
 def _too_deep(raw: bytes) -> Unreadable:
     """Nested deeper than ``depth.MAX_DEPTH``: where it starts, read from the rest."""
     pruned, where = depth.prune(raw)
+    check_parent_head(pruned)
     detail = f"must not nest deeper than {depth.MAX_DEPTH} levels"
     head = _head(pruned)
     return Unreadable(head.metadata, head.status, (FieldError((where or "")[:128], "Forbidden", detail),))
 
 
 def _unreadable(raw: bytes, err: ValidationError) -> Unreadable:
+    check_parent_head(raw)
     head = _head(raw)
     errors = tuple(
         FieldError(_field_path(e["loc"]), "Invalid", e["msg"], _short(e.get("input"))) for e in err.errors()
