@@ -181,9 +181,7 @@ def test_template_metadata_nested_beyond_the_parser_is_an_invalid_condition(
     response = client.post("/sync", content=body)
     assert response.status_code == 200, response.text
     invalid = [c for c in response.json()["status"]["conditions"] if c["type"] == "Invalid"]
-    assert invalid[0]["message"].startswith(
-        f"Found validation errors: {TEMPLATE.replace('[Worker]', '.Worker')}.metadata.x[]"
-    )
+    assert invalid[0]["message"].startswith(f"Found validation errors: {TEMPLATE}.metadata.x[]")
     assert "must not nest deeper than 64 levels" in invalid[0]["message"]
     assert len(response.content) < len(body)
 
@@ -219,7 +217,7 @@ def test_the_parent_nests_at_most_max_depth_levels(
         names = [(c["kind"], c["metadata"]["name"]) for c in response.json()["children"]]
         assert names == [(c["kind"], c["metadata"]["name"]) for c in unchanged]
         return
-    path = f"{TEMPLATE.replace('[Worker]', '.Worker')}.metadata.x" + "[]" * (below - 1)
+    path = f"{TEMPLATE}.metadata.x" + "[]" * (below - 1)
     path = path[:128]  # FieldError paths are cut at 128
     assert invalid[0]["message"] == (
         f"Found validation errors: {path}: Forbidden: must not nest deeper than {MAX_DEPTH} levels"

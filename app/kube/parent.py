@@ -15,6 +15,7 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
+from app.api import field_path
 from app.api.types import JobStatus, MPIJob, ObjectMeta
 from app.api.validation import FieldError
 from app.kube import depth
@@ -78,7 +79,8 @@ def _unreadable(raw: bytes, err: ValidationError) -> Unreadable:
     check_parent_head(raw)
     head = _head(raw)
     errors = tuple(
-        FieldError(_field_path(e["loc"]), "Invalid", e["msg"], _short(e.get("input"))) for e in err.errors()
+        FieldError(field_path.join(e["loc"]), "Invalid", e["msg"], _short(e.get("input")))
+        for e in err.errors()
     )
     return Unreadable(head.metadata, head.status, errors)
 
@@ -88,18 +90,6 @@ def _head(raw: bytes) -> _Head:
         return _Head.model_validate_json(raw)
     except ValidationError:
         raise RequestError("parent MPIJob has malformed metadata or status") from None
-
-
-def _field_path(loc: tuple[int | str, ...]) -> str:
-    """pydantic's location in upstream's notation: ``spec.mpiReplicaSpecs[Worker].replicas``."""
-    path = ""
-    for index, part in enumerate(loc):
-        in_map = index > 0 and loc[index - 1] == "mpiReplicaSpecs"
-        if in_map or isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += f".{part}" if path else str(part)
-    return path
 
 
 def _short(value: object) -> object:
