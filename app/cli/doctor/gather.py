@@ -10,7 +10,8 @@ from app.cli.doctor import shapes
 from app.cli.doctor.client import CannotRead, Read, Reader
 from app.cli.doctor.shapes import MPIJOB, Required
 from app.cli.doctor.snapshot import Snapshot, newest_launcher_pod
-from app.cli.doctor.untrusted import Hostile, printable
+from app.cli.doctor.untrusted import Hostile
+from app.cli.terminal import printable
 from app.kube import names
 from app.kube.gang import PODGROUP_API_VERSIONS
 from app.kube.gang import RESOURCE as PODGROUPS
