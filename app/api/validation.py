@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from app.api import child_names, limits
+from app.api import child_names, field_path, limits
 from app.api.defaults import Job, Replica
 from app.api.template_shape import INT64_MAX, INT64_MIN, template_problems
 from app.api.types import (
@@ -119,7 +119,7 @@ def _validate_sizes(job: Job, cluster_domain: str, annotation_budget: bool) -> l
             size = limits.encoded_size(replica.template)
             if size > limits.TEMPLATE_BUDGET:
                 detail = f"the pod template encodes to {size} bytes; {limits.TEMPLATE_BUDGET_REASON}"
-                errors.append(FieldError(f"spec.mpiReplicaSpecs[{kind}].template", "TooLong", detail))
+                errors.append(FieldError(f"{field_path.replica_spec(kind)}.template", "TooLong", detail))
     size = limits.config_bytes(job, cluster_domain)
     budget = limits.CONFIG_BUDGET if annotation_budget else limits.CONFIG_BUDGET_SERVER_SIDE_APPLY
     if size > budget:
@@ -128,7 +128,7 @@ def _validate_sizes(job: Job, cluster_domain: str, annotation_budget: bool) -> l
             f" than the {budget} a ConfigMap can hold here ({limits.CONFIG_BUDGET_REASON}); use fewer"
             " workers (or more slots per worker), or shorter job and namespace names"
         )
-        path = f"spec.mpiReplicaSpecs[{ReplicaType.WORKER}].replicas"
+        path = f"{field_path.replica_spec(ReplicaType.WORKER)}.replicas"
         errors.append(FieldError(path, "Invalid", detail, job.worker_replicas))
     return errors
 
@@ -147,7 +147,7 @@ def _validate_name(job: Job) -> list[FieldError]:
 
 
 def _validate_spec(job: Job, path: str) -> list[FieldError]:
-    errors = _validate_replica_specs(job, f"{path}.mpiReplicaSpecs")
+    errors = _validate_replica_specs(job)
     errors += _non_negative(job.slots_per_worker, f"{path}.slotsPerWorker")
     errors += _at_most(job.slots_per_worker, limits.INT32_MAX, f"{path}.slotsPerWorker")
     errors += _validate_run_policy(job, f"{path}.runPolicy")
@@ -228,11 +228,11 @@ def _too_many(count: int, most: int, path: str) -> list[FieldError]:
     return []
 
 
-def _validate_replica_specs(job: Job, path: str) -> list[FieldError]:
+def _validate_replica_specs(job: Job) -> list[FieldError]:
     if not job.has_replica_specs:
-        return [FieldError(path, "Required", "must have replica specs")]
+        return [FieldError(f"spec.{field_path.REPLICA_SPECS}", "Required", "must have replica specs")]
     errors: list[FieldError] = []
-    launcher_path = f"{path}[{ReplicaType.LAUNCHER}]"
+    launcher_path = field_path.replica_spec(ReplicaType.LAUNCHER)
     if job.launcher_spec is None:
         errors.append(FieldError(launcher_path, "Required", f"must have {ReplicaType.LAUNCHER} replica spec"))
     else:
@@ -241,7 +241,7 @@ def _validate_replica_specs(job: Job, path: str) -> list[FieldError]:
             errors.append(
                 FieldError(f"{launcher_path}.replicas", "Invalid", "must be 1", job.launcher_spec.replicas)
             )
-    worker_path = f"{path}[{ReplicaType.WORKER}]"
+    worker_path = field_path.replica_spec(ReplicaType.WORKER)
     if job.worker_spec is not None:
         errors += _validate_replica_spec(job.worker_spec, worker_path)
         if job.worker_spec.replicas <= 0:

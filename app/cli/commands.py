@@ -22,6 +22,7 @@ from app.api.lint import RULES, SEVERITIES, Finding, Severity, lint_manifest
 from app.api.types import API_VERSION, KIND
 from app.cli.exits import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
 from app.cli.yamlio import Document, InputError, dump_all, load_documents, read_text, source_name
+from app.kube.pod_phase import PodPhase
 
 if TYPE_CHECKING:
     from app.cli.runtimes import Runtimes
@@ -142,7 +143,10 @@ def _once_workers_ready(job: dict[str, Any], first: Any, settings: Any) -> Any:
     for child in first.children:
         child = dict(child)
         if child.get("kind") == "Pod":
-            child["status"] = {"phase": "Running", "conditions": [{"type": "Ready", "status": "True"}]}
+            child["status"] = {
+                "phase": PodPhase.RUNNING.value,
+                "conditions": [{"type": "Ready", "status": "True"}],
+            }
         metadata = child.get("metadata") or {}
         key = f"{child.get('kind')}.{child.get('apiVersion')}"
         children.setdefault(key, {})[f"{metadata.get('namespace')}/{metadata.get('name')}"] = child

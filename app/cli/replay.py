@@ -134,9 +134,10 @@ def run(args: argparse.Namespace) -> int:
 
 def say(line: str, file: TextIO | None = None) -> None:
     """Print one line, made safe for a terminal: names and answers come from files and a server."""
-    from app.cli.replay_io import printable
+    from app.cli.replay_io import LINE_CHARS
+    from app.cli.terminal import printable
 
-    print(printable(line), file=file or sys.stdout)
+    print(printable(line, LINE_CHARS), file=file or sys.stdout)
 
 
 def seconds(text: str) -> float:

@@ -10,6 +10,8 @@ from typing import Any
 
 import orjson
 
+from app.cli.terminal import cut
+
 VALUE_CHARS = 60
 ABSENT = object()
 
@@ -89,4 +91,4 @@ def _show(value: Any) -> str:
     if value is ABSENT:
         return "(absent)"
     text = orjson.dumps(value).decode()
-    return text if len(text) <= VALUE_CHARS else text[: VALUE_CHARS - 3] + "..."
+    return cut(text, VALUE_CHARS)

@@ -35,8 +35,6 @@ MAX_TOKEN_BYTES = 8 * 1024
 _TOKEN = re.compile(rb"[\x21-\x7e]+")
 # Longest line replay prints: a server's key or message may be any length.
 LINE_CHARS = 400
-# C0 and C1 controls, DEL, and the invisible or reordering characters a terminal would act on.
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]")
 # Grace after --timeout before the watchdog gives up on a call stuck below the streaming loop.
 WATCHDOG_GRACE = 1.0
 
@@ -51,13 +49,6 @@ class TooDeep(Refused):
 
 class Unreachable(Exception):
     """The hook cannot be reached at all: no case can be compared."""
-
-
-def printable(text: str, limit: int = LINE_CHARS) -> str:
-    """``text`` safe for a terminal: control characters escaped, undecodable bytes shown, length bounded."""
-    text = text.encode("utf-8", "backslashreplace").decode("utf-8")
-    text = _UNPRINTABLE.sub(lambda m: f"\\u{ord(m.group()):04x}", text)
-    return text if len(text) <= limit else text[: limit - 3] + "..."
 
 
 def size_text(size: int) -> str:

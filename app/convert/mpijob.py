@@ -12,6 +12,8 @@ import copy
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.api import field_path
+
 V2BETA1 = "kubeflow.org/v2beta1"
 OLD_VERSIONS = ("kubeflow.org/v1alpha2", "kubeflow.org/v1")
 _DISTRIBUTIONS = {"open_mpi": "OpenMPI", "intel_mpi": "Intel", "mpich": "MPICH"}
@@ -121,7 +123,8 @@ def _refuse_v1alpha1_shape(api_version: str, spec: dict[str, Any]) -> None:
         raise ConvertError(
             f"spec has the v1alpha1 shape ({', '.join('spec.' + k for k in found)}, no spec.mpiReplicaSpecs)"
             f" under apiVersion {api_version}: there is no Launcher or Worker to convert; rewrite it by hand"
-            " with spec.mpiReplicaSpecs.Launcher (runs mpirun) and spec.mpiReplicaSpecs.Worker (runs sshd)"
+            f" with {field_path.replica_spec('Launcher')} (runs mpirun)"
+            f" and {field_path.replica_spec('Worker')} (runs sshd)"
         )
 
 
@@ -132,7 +135,7 @@ def _require_launcher_and_worker(spec: dict[str, Any]) -> None:
     if missing:
         raise ConvertError(
             f"no {' or '.join(missing)} in spec.mpiReplicaSpecs: the result would not be a job; add"
-            f" {', '.join('spec.mpiReplicaSpecs.' + k for k in missing)} to the input"
+            f" {', '.join(field_path.replica_spec(k) for k in missing)} to the input"
         )
 
 
@@ -199,7 +202,7 @@ def _replica_specs(spec: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for kind, replica in source.items():
         if kind not in _RESTART or not isinstance(replica, dict):
-            notes.append(f"spec.mpiReplicaSpecs.{kind}: dropped (v2beta1 has Launcher and Worker only)")
+            notes.append(f"{field_path.replica_spec(kind)}: dropped (v2beta1 has Launcher and Worker only)")
             continue
         new = {k: copy.deepcopy(replica[k]) for k in ("replicas", "template") if k in replica}
         policy = replica.get("restartPolicy")
@@ -207,11 +210,11 @@ def _replica_specs(spec: dict[str, Any], notes: list[str]) -> dict[str, Any]:
             new["restartPolicy"] = policy
         elif policy is not None:
             notes.append(
-                f"spec.mpiReplicaSpecs.{kind}.restartPolicy: {policy!r} is not supported by v2beta1"
+                f"{field_path.replica_spec(kind)}.restartPolicy: {policy!r} is not supported by v2beta1"
                 f" (OnFailure or Never); left to the default {_RESTART[kind]}"
             )
         for key in sorted(set(replica) - {"replicas", "template", "restartPolicy"}):
-            notes.append(f"spec.mpiReplicaSpecs.{kind}.{key}: dropped (not a replica spec field)")
+            notes.append(f"{field_path.replica_spec(kind)}.{key}: dropped (not a replica spec field)")
         out[kind] = new
     _main_container_first(spec.get("mainContainer"), out, notes)
     return out

@@ -26,11 +26,14 @@ _ELLIPSIS = "..."
 
 
 def truncate(message: str) -> str:
-    """Upstream ``truncateMessage``: longer than 1,024 bytes → first 1,021 and ``...``."""
+    """Upstream's ``truncateMessage``, for every condition and Event message: it counts **bytes** (Go's
+    ``len`` and slicing of a string), as the apiserver's 1,024 limit on an Event's message does. Over 1,024
+    bytes → the first 1,021 and ``...``; a character the cut would split is dropped whole (Go would keep its
+    first bytes, an invalid string), so such a result is a few bytes shorter."""
     raw = message.encode()
     if len(raw) <= MESSAGE_LIMIT:
         return message
-    return raw[: MESSAGE_LIMIT - 3].decode(errors="ignore") + "..."
+    return raw[: MESSAGE_LIMIT - len(_ELLIPSIS)].decode(errors="ignore") + _ELLIPSIS
 
 
 def failure_message(head: str, launcher: Exit | None, workers: list[Exit]) -> str:

@@ -10,6 +10,7 @@ from functools import cached_property
 from app.core.reasons import POD_EVICTED, REASON_DEADLINE_EXCEEDED
 from app.kube import names
 from app.kube.gang import SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION
+from app.kube.pod_phase import PodPhase
 from app.kube.request import ObservedLauncherJob, ObservedPod, ObservedSecret, SyncRequest
 
 
@@ -113,7 +114,9 @@ class Observed:
     def failed_worker_exits(self) -> list[Exit]:
         """How each failed worker's container ended, by index (for the Failed condition's message)."""
         pods = (self.workers[index] for index in sorted(self.workers))
-        return [exit for pod in pods if pod.phase == "Failed" and (exit := failed_exit(pod)) is not None]
+        return [
+            exit for pod in pods if pod.phase == PodPhase.FAILED and (exit := failed_exit(pod)) is not None
+        ]
 
 
 def count_workers(observed: Observed, listed: int) -> WorkerCounts:
@@ -122,12 +125,12 @@ def count_workers(observed: Observed, listed: int) -> WorkerCounts:
     for index in range(listed):
         pod = observed.workers.get(index)
         phase = pod.phase if pod is not None else ""
-        if phase == "Failed":
+        if phase == PodPhase.FAILED:
             failed += 1
             evicted += pod is not None and pod.status is not None and pod.status.reason == POD_EVICTED
-        elif phase == "Succeeded":
+        elif phase == PodPhase.SUCCEEDED:
             succeeded += 1
-        elif phase == "Running":
+        elif phase == PodPhase.RUNNING:
             active += 1
     return WorkerCounts(listed, active, succeeded, failed, evicted)
 
@@ -230,13 +233,13 @@ def summarise_launcher_job(
 def _running_launcher_pods(launcher: ObservedLauncherJob, pods: list[ObservedPod] | None) -> int:
     """Running launcher Pods; without the customize hook, the Job's ``ready`` count stands in."""
     if pods is not None:
-        return sum(1 for pod in pods if pod.phase == "Running")
+        return sum(1 for pod in pods if pod.phase == PodPhase.RUNNING)
     return (launcher.status.ready if launcher.status else None) or 0
 
 
 def newest_failed_pod(pods: list[ObservedPod]) -> ObservedPod | None:
     """The launcher Pod created last among those that failed."""
-    failed = [pod for pod in pods if pod.phase == "Failed"]
+    failed = [pod for pod in pods if pod.phase == PodPhase.FAILED]
     return max(failed, key=lambda pod: pod.metadata.creationTimestamp or "") if failed else None
 
 

@@ -27,12 +27,12 @@ from app.core.config import SyncConfig
 from app.core.desired import desired_children
 from app.core.freeze import frozen_children
 from app.core.intents import Event
+from app.core.lint_warning import lint_message, without_warning
 from app.core.observed import classify, find_launcher_job
 from app.core.plan import Inputs, make_plan
 from app.core.policies.finishing import has_finished
 from app.core.status import invalid_status, next_status
 from app.core.timings import Timing, phase_timings
-from app.core.warnings import lint_message, without_warning
 from app.kube import names
 from app.kube.keys import KeySource
 from app.kube.parent import Unreadable, read_parent

@@ -18,6 +18,8 @@ import re
 
 import orjson
 
+from app.api import field_path
+
 # The one limit: deeper than any pod template needs (~15 levels below the parent), well inside the parsers'.
 MAX_DEPTH = 64
 
@@ -115,8 +117,6 @@ def _name(token: bytes) -> str:
 
 
 def _path(stack: list[tuple[str, bool]]) -> str:
-    """``spec.mpiReplicaSpecs.Worker.template.metadata.x[][]`` for the containers below the root."""
-    path = ""
-    for name, _ in stack[1:]:
-        path += name if name == "[]" or not path else f".{name}"
-    return path
+    """``spec.mpiReplicaSpecs[Worker].template.metadata.x[][]`` for the containers below the root (the
+    walk counts no list elements: ``[]``)."""
+    return field_path.join(field_path.ANY_INDEX if name == "[]" else name for name, _ in stack[1:])

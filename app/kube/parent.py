@@ -15,10 +15,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, TypeAdapter, ValidationError, ValidatorFunctionWrapHandler, WrapValidator
 
+from app.api import field_path
 from app.api.types import JobStatus, MPIJob, ObjectMeta
 from app.api.validation import FieldError
 from app.kube import depth
-from app.kube.request import RequestError
+from app.kube.request import RequestError, check_parent, check_parent_head
 
 
 @dataclass(frozen=True)
@@ -52,28 +53,34 @@ _reader: TypeAdapter[Any] = TypeAdapter(Annotated[MPIJob, WrapValidator(_with_do
 
 
 def read_parent(raw: bytes) -> Parent | Unreadable:
-    """Raises ``RequestError`` only when not even the parent's metadata and status can be read."""
+    """Raises ``RequestError`` when the parent is no MPIJob of the served version, or when not even its
+    metadata and status can be read."""
     if depth.deeper_than(raw):
         return _too_deep(raw)
     try:
         job, document = _reader.validate_json(raw)
     except ValidationError as err:
         return _unreadable(raw, err)
+    # Parsed, so a JSON object whose apiVersion and kind are strings, when present.
+    check_parent(document.get("apiVersion"), document.get("kind"))
     return Parent(job, document)
 
 
 def _too_deep(raw: bytes) -> Unreadable:
     """Nested deeper than ``depth.MAX_DEPTH``: where it starts, read from the rest."""
     pruned, where = depth.prune(raw)
+    check_parent_head(pruned)
     detail = f"must not nest deeper than {depth.MAX_DEPTH} levels"
     head = _head(pruned)
     return Unreadable(head.metadata, head.status, (FieldError((where or "")[:128], "Forbidden", detail),))
 
 
 def _unreadable(raw: bytes, err: ValidationError) -> Unreadable:
+    check_parent_head(raw)
     head = _head(raw)
     errors = tuple(
-        FieldError(_field_path(e["loc"]), "Invalid", e["msg"], _short(e.get("input"))) for e in err.errors()
+        FieldError(field_path.join(e["loc"]), "Invalid", e["msg"], _short(e.get("input")))
+        for e in err.errors()
     )
     return Unreadable(head.metadata, head.status, errors)
 
@@ -83,18 +90,6 @@ def _head(raw: bytes) -> _Head:
         return _Head.model_validate_json(raw)
     except ValidationError:
         raise RequestError("parent MPIJob has malformed metadata or status") from None
-
-
-def _field_path(loc: tuple[int | str, ...]) -> str:
-    """pydantic's location in upstream's notation: ``spec.mpiReplicaSpecs[Worker].replicas``."""
-    path = ""
-    for index, part in enumerate(loc):
-        in_map = index > 0 and loc[index - 1] == "mpiReplicaSpecs"
-        if in_map or isinstance(part, int):
-            path += f"[{part}]"
-        else:
-            path += f".{part}" if path else str(part)
-    return path
 
 
 def _short(value: object) -> object:

@@ -266,6 +266,8 @@ _customize_decoder = msgspec.json.Decoder(CustomizeRequest)
 
 def decode_request(body: bytes) -> SyncRequest:
     """Decode and sanity-check a sync request body; raise ``RequestError`` with a message safe to return.
+    The parent is only found here (its bytes, unread): its reader, ``app.kube.parent``, checks that it is an
+    MPIJob as it parses it, so a parent the shell has judged before is not read again.
 
     ``body`` may be any bytes-like object: the shell passes a view of its read buffer, decoded in place and
     never copied (a copy would hold a 30 MB body twice). A body nested deeper than the decoder goes is
@@ -276,7 +278,6 @@ def decode_request(body: bytes) -> SyncRequest:
         raise RequestError("empty request body; expected a Metacontroller hook request")
     try:
         request, cut = _decode(body)
-        _check_parent(_head_decoder.decode(request.parent))
     except msgspec.ValidationError as err:
         raise RequestError(f"not a Metacontroller hook request: {_where(err)}") from None
     except msgspec.DecodeError:
@@ -297,15 +298,27 @@ def decode_customize_request(body: bytes) -> CustomizeRequest:
         request = _customize_decoder.decode(body)
     except (msgspec.ValidationError, msgspec.DecodeError, RecursionError):
         raise RequestError("not a Metacontroller customize request") from None
-    _check_parent(request.parent)
+    check_parent(request.parent.apiVersion, request.parent.kind)
     if not request.parent.metadata.name:
         raise RequestError("customize request has no parent name")
     return request
 
 
-def _check_parent(head: ParentHead) -> None:
-    if head.kind != KIND or head.apiVersion != API_VERSION:
+def check_parent(api_version: object, kind: object) -> None:
+    """A sync or customize request is about an MPIJob of the served version, or it is a bad request."""
+    if kind != KIND or api_version != API_VERSION:
         raise RequestError(f"parent must be a {KIND} of apiVersion {API_VERSION}")
+
+
+def check_parent_head(parent: bytes) -> None:
+    """``check_parent`` of a parent whose whole does not parse (rare): its head is read from its bytes."""
+    try:
+        head = _head_decoder.decode(parent)
+    except msgspec.ValidationError as err:
+        raise RequestError(f"not a Metacontroller hook request: {_where(err)}") from None
+    except msgspec.DecodeError:
+        raise RequestError("request body is not valid JSON") from None
+    check_parent(head.apiVersion, head.kind)
 
 
 def _decode(body: bytes) -> tuple[SyncRequest, str | None]:

@@ -35,6 +35,7 @@ import httpx
 import orjson
 
 from app.core.intents import Event
+from app.core.messages import truncate
 from app.core.sync import SyncResult
 from app.server import logs
 from app.server.ratelimit import EventBudget
@@ -47,8 +48,6 @@ log = logging.getLogger("mpi_operator_hook.events")
 COMPONENT = "mpi-job-controller"
 INVOLVED_API_VERSION = "kubeflow.org/v2beta1"
 INVOLVED_KIND = "MPIJob"
-# Upstream's eventMessageLimit (Kubernetes' own limit on an Event's note).
-MESSAGE_LIMIT = 1024
 MAX_NAME_CHARS = 253
 HASH_CHARS = 16
 MAX_INSTANCE_CHARS = 128
@@ -80,11 +79,6 @@ def event_name(namespace: str, job: str, uid: str, key: str) -> str:
     return f"{prefix}.{digest}" if prefix else digest
 
 
-def _message(text: str) -> str:
-    """As upstream's ``truncateMessage``: at most 1,024 characters, the cut marked with ``...``."""
-    return text if len(text) <= MESSAGE_LIMIT else text[: MESSAGE_LIMIT - 3] + "..."
-
-
 def _timestamp(at: datetime) -> str:
     return at.strftime("%Y-%m-%dT%H:%M:%SZ")
 
@@ -111,7 +105,7 @@ def event_body(item: Pending, instance: str) -> dict[str, Any]:
         "involvedObject": involved,
         "type": event.type,
         "reason": event.reason,
-        "message": _message(event.message),
+        "message": truncate(event.message),
         "firstTimestamp": stamp,
         "lastTimestamp": stamp,
         "count": 1,

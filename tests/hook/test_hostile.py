@@ -180,9 +180,7 @@ def test_template_metadata_nested_beyond_the_parser_is_an_invalid_condition(
     response = client.post("/sync", content=body)
     assert response.status_code == 200, response.text
     invalid = [c for c in response.json()["status"]["conditions"] if c["type"] == "Invalid"]
-    assert invalid[0]["message"].startswith(
-        f"Found validation errors: {TEMPLATE.replace('[Worker]', '.Worker')}.metadata.x[]"
-    )
+    assert invalid[0]["message"].startswith(f"Found validation errors: {TEMPLATE}.metadata.x[]")
     assert "must not nest deeper than 64 levels" in invalid[0]["message"]
     assert len(response.content) < len(body)
 
@@ -218,7 +216,7 @@ def test_the_parent_nests_at_most_max_depth_levels(
         names = [(c["kind"], c["metadata"]["name"]) for c in response.json()["children"]]
         assert names == [(c["kind"], c["metadata"]["name"]) for c in unchanged]
         return
-    path = f"{TEMPLATE.replace('[Worker]', '.Worker')}.metadata.x" + "[]" * (below - 1)
+    path = f"{TEMPLATE}.metadata.x" + "[]" * (below - 1)
     path = path[:128]  # FieldError paths are cut at 128
     assert invalid[0]["message"] == (
         f"Found validation errors: {path}: Forbidden: must not nest deeper than {MAX_DEPTH} levels"
@@ -362,3 +360,35 @@ def test_customize_ignores_numbers_it_does_not_read(client: TestClient) -> None:
 def test_prune_cuts_what_is_too_deep_and_says_where(raw: bytes, limit: int, want: bytes, where: str) -> None:
     assert prune(raw, limit) == (want, where)
     json.loads(prune(raw, limit)[0])
+
+
+_DEEP = {"metadata": {"annotations": {}}, "x": json.loads("[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5))}
+NOT_AN_MPIJOB = "parent must be a MPIJob of apiVersion kubeflow.org/v2beta1"
+# (case, parent, the 400's message): the parent's reader checks what it is, whichever way it is read.
+NOT_MPIJOBS: list[tuple[str, object, str]] = [
+    ("a Pod", {**RUNNING["parent"], "kind": "Pod"}, NOT_AN_MPIJOB),
+    ("v1 MPIJob", {**RUNNING["parent"], "apiVersion": "kubeflow.org/v1"}, NOT_AN_MPIJOB),
+    ("no apiVersion", {k: v for k, v in RUNNING["parent"].items() if k != "apiVersion"}, NOT_AN_MPIJOB),
+    ("a Pod whose spec is no object", {**RUNNING["parent"], "kind": "Pod", "spec": 5}, NOT_AN_MPIJOB),
+    ("a Pod nested too deep", {**RUNNING["parent"], "kind": "Pod", "spec": _DEEP}, NOT_AN_MPIJOB),
+    (
+        "a kind that is a number",
+        {**RUNNING["parent"], "kind": 5},
+        "not a Metacontroller hook request: Expected `str`, got `int` - at `$.kind`",
+    ),
+    (
+        "a parent that is a list",
+        [],
+        "not a Metacontroller hook request: Expected `object`, got `array`",
+    ),
+]
+
+
+@pytest.mark.parametrize(("parent", "message"), [c[1:] for c in NOT_MPIJOBS], ids=[c[0] for c in NOT_MPIJOBS])
+def test_a_parent_that_is_no_mpijob_is_a_bad_request(
+    client: TestClient, parent: object, message: str
+) -> None:
+    body = json.dumps({**RUNNING, "parent": parent}).encode()
+    for _ in range(2):  # the second time as the first: nothing about it was remembered
+        response = client.post("/sync", content=body)
+        assert (response.status_code, response.json()) == (400, {"error": message})

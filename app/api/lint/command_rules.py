@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from app.api import field_path
 from app.api.defaults import Job
 from app.api.lint import mpi_commands, reading
 from app.api.lint.catalog import IGNORE_ANNOTATION, Rule
@@ -50,7 +51,7 @@ def orte_only_settings(job: Job) -> Iterator[Finding]:
     prrte = False
     for kind in ReplicaType:
         for index, container in enumerate(reading.containers(job, kind)):
-            base = f"spec.mpiReplicaSpecs.{kind.value}.template.spec.containers[{index}]"
+            base = f"{field_path.replica_spec(kind)}.template.spec.containers[{index}]"
             for name, where in mpi_commands.mca_settings(container):
                 prrte = prrte or name.startswith(("PRTE_MCA_", "prte")) or where == "prtemca"
                 if name.startswith(("OMPI_MCA_orte_", "orte_")):

@@ -13,7 +13,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
-from app.api import child_names
+from app.api import child_names, field_path
 from app.api.defaults import Job
 from app.api.lint.findings import Finding, Severity
 from app.api.types import (
@@ -48,14 +48,6 @@ _FIXES = {
     "sshAuthMountPath": "leave it out (default /root/.ssh) or give a path",
     "name": "choose a shorter name of lower-case letters, digits and '-', starting with a letter",
 }
-
-
-def field_path(loc: tuple[int | str, ...]) -> str:
-    """A pydantic location as ``kubectl`` prints paths: ``spec.mpiReplicaSpecs.Worker.replicas``."""
-    path = ""
-    for part in loc:
-        path += f"[{part}]" if isinstance(part, int) else (f".{part}" if path else str(part))
-    return path
 
 
 def _fix(path: str) -> str:
@@ -108,7 +100,7 @@ def _schema_only(job: MPIJob) -> Iterator[Finding]:
         replica = spec.replica(kind)
         if replica is not None and replica.restart_policy == "":
             allowed = [RestartPolicy.ON_FAILURE.value, RestartPolicy.NEVER.value]
-            yield _unsupported(f"spec.mpiReplicaSpecs.{kind.value}.restartPolicy", "", allowed)
+            yield _unsupported(f"{field_path.replica_spec(kind)}.restartPolicy", "", allowed)
     if spec.ssh_auth_mount_path == "":
         path = "spec.sshAuthMountPath"
         yield _finding(
@@ -118,7 +110,7 @@ def _schema_only(job: MPIJob) -> Iterator[Finding]:
         )
     worker = spec.replica(ReplicaType.WORKER)
     if worker is not None and worker.replicas is None:
-        path = "spec.mpiReplicaSpecs.Worker.replicas"
+        path = f"{field_path.replica_spec(ReplicaType.WORKER)}.replicas"
         yield _finding("crd-rejected", path, "Required value: must define number of replicas")
     scheduling = spec.run_policy.scheduling_policy
     for name, quantity in ((scheduling.min_resources if scheduling else None) or {}).items():
@@ -140,8 +132,7 @@ def _schema_only(job: MPIJob) -> Iterator[Finding]:
 
 def _validation(job: Job) -> Iterator[Finding]:
     for error in validate(job):
-        path = error.field.replace("[", ".").replace("]", "")
-        yield _finding("invalid", path, str(error)[len(error.field) + 2 :])
+        yield _finding("invalid", error.field, str(error)[len(error.field) + 2 :])
 
 
 _KNOWN: dict[str, type[BaseModel]] = {
@@ -161,14 +152,14 @@ def _fields(model: type[BaseModel]) -> set[str]:
     return {field.alias or name for name, field in model.model_fields.items()}
 
 
-# Each object whose keys are checked, with the keys it may have.
-_KNOWN_KEYS: tuple[tuple[str, frozenset[str]], ...] = (
-    ("", frozenset({"apiVersion", "kind", "metadata", "spec", "status"})),
-    *((path, frozenset(_fields(model))) for path, model in _KNOWN.items()),
-    ("spec.mpiReplicaSpecs", frozenset(t.value for t in ReplicaType)),
+# Each object whose keys are checked (the keys walked to it), with the keys it may have.
+_KNOWN_KEYS: tuple[tuple[tuple[str, ...], frozenset[str]], ...] = (
+    ((), frozenset({"apiVersion", "kind", "metadata", "spec", "status"})),
+    *((tuple(path.split(".")), frozenset(_fields(model))) for path, model in _KNOWN.items()),
+    (("spec", "mpiReplicaSpecs"), frozenset(t.value for t in ReplicaType)),
     *(
         # slotsPerWorker: slots-in-replica-spec says it better.
-        (f"spec.mpiReplicaSpecs.{t.value}", frozenset({*_fields(ReplicaSpec), "slotsPerWorker"}))
+        (("spec", "mpiReplicaSpecs", t.value), frozenset({*_fields(ReplicaSpec), "slotsPerWorker"}))
         for t in ReplicaType
     ),
 )
@@ -177,16 +168,19 @@ _KNOWN_KEYS: tuple[tuple[str, frozenset[str]], ...] = (
 def _unknown_fields(raw: Mapping[str, Any] | None) -> Iterator[Finding]:
     if raw is None:
         return
-    for base, known in _KNOWN_KEYS:
-        node = _at(raw, base) if base else raw
+    for keys, known in _KNOWN_KEYS:
+        node = _at(raw, keys)
         for key in node if isinstance(node, Mapping) else ():
             if key not in known:
-                path = f"{base}.{key}" if base else str(key)
+                where = (*keys, str(key))
+                path = field_path.join(where)
+                # kubectl's own words, its map keys after a dot
+                quoted = ".".join(where)
                 yield Finding(
                     "unknown-field",
                     Severity.ERROR,
                     path,
-                    f'unknown field "{path}": kubectl apply rejects it, other clients silently drop it',
+                    f'unknown field "{quoted}": kubectl apply rejects it, other clients silently drop it',
                     _MOVED.get(
                         path,
                         f"remove it, or check its spelling and level (known: {', '.join(sorted(known))})",
@@ -194,8 +188,8 @@ def _unknown_fields(raw: Mapping[str, Any] | None) -> Iterator[Finding]:
                 )
 
 
-def _at(raw: Mapping[str, Any], path: str) -> Any:
+def _at(raw: Mapping[str, Any], keys: tuple[str, ...]) -> Any:
     node: Any = raw
-    for key in path.split("."):
+    for key in keys:
         node = node.get(key) if isinstance(node, Mapping) else None
     return node

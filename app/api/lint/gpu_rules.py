@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from app.api import field_path
 from app.api.defaults import Job
 from app.api.lint import reading
 from app.api.lint.catalog import Rule
@@ -23,7 +24,7 @@ class _GPUs:
 
     total: int
     at_pod_level: int
-    pod_level_path: str  # where the pod-level ones are written, e.g. spec.mpiReplicaSpecs.Worker...limits
+    pod_level_path: str  # where the pod-level ones are written, e.g. spec.mpiReplicaSpecs[Worker]...limits
 
     def __bool__(self) -> bool:
         return self.total > 0
@@ -55,7 +56,7 @@ def _gpus(job: Job, kind: ReplicaType) -> _GPUs:
     Kubernetes does for the resources it supports at pod level."""
     in_containers = sum(_gpu_amount(c.get("resources"))[0] for c in reading.containers(job, kind))
     at_pod_level, which = _gpu_amount(reading.pod_spec(job, kind).get("resources"))
-    path = f"spec.mpiReplicaSpecs.{kind.value}.template.spec.resources.{which}"
+    path = f"{field_path.replica_spec(kind)}.template.spec.resources.{which}"
     return _GPUs(at_pod_level or in_containers, at_pod_level, path)
 
 
@@ -96,7 +97,7 @@ def gpus_at_pod_level(job: Job) -> Iterator[Finding]:
                 " hugepages only: the API server rejects the Pods (Kubernetes 1.34 and later: Unsupported"
                 " value), or drops the field where pod-level resources are off, so the pods get no GPU",
                 "move the GPU limits into the resources of the container that uses them:"
-                f" spec.mpiReplicaSpecs.{kind.value}.template.spec.containers[0].resources.limits",
+                f" {field_path.replica_spec(kind)}.template.spec.containers[0].resources.limits",
             )
 
 

@@ -5,11 +5,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.api import field_path
 from app.api.defaults import Job
 from app.api.types import ReplicaType
 
-LAUNCHER = f"spec.mpiReplicaSpecs.{ReplicaType.LAUNCHER.value}"
-WORKER = f"spec.mpiReplicaSpecs.{ReplicaType.WORKER.value}"
+LAUNCHER = field_path.replica_spec(ReplicaType.LAUNCHER)
+WORKER = field_path.replica_spec(ReplicaType.WORKER)
 
 
 def get(node: Any, *keys: str) -> Any:

@@ -7,6 +7,7 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from app.api import field_path
 from app.api.defaults import DEFAULT_SLOTS_PER_WORKER, Job, with_defaults
 from app.api.lint import command_rules, crd_rules, failure_rules, gpu_rules, reading, ssh_rules
 from app.api.lint.catalog import IGNORE_ANNOTATION, OLD_API_VERSIONS, Rule
@@ -29,7 +30,7 @@ def lint_manifest(raw: Mapping[str, Any]) -> list[Finding]:
             Finding(
                 Rule.INVALID,
                 Severity.ERROR,
-                crd_rules.field_path(e["loc"]),
+                field_path.join(e["loc"]),
                 f"Invalid value: {e['msg']}",
                 "give the field a value of the type the MPIJob API expects",
             )
@@ -74,7 +75,7 @@ def _rules_on_raw(raw: Mapping[str, Any] | None) -> Iterator[Finding]:
             yield Finding(
                 Rule.SLOTS_IN_REPLICA_SPEC,
                 Severity.ERROR,
-                f"spec.mpiReplicaSpecs.{name}.slotsPerWorker",
+                f"{field_path.replica_spec(name)}.slotsPerWorker",
                 "slotsPerWorker belongs to spec, not to a replica spec: kubectl apply rejects it as an"
                 " unknown field, other clients drop it and the job runs with slotsPerWorker"
                 f" {DEFAULT_SLOTS_PER_WORKER}",

@@ -19,6 +19,7 @@ from app.cli.doctor.facts import Facts, condition, pod_name
 from app.cli.doctor.problems import Check, Problem
 from app.cli.doctor.snapshot import Snapshot
 from app.kube import names
+from app.kube.pod_phase import PodPhase
 
 CHECKS: tuple[Check, ...] = (
     job.job_not_found,
@@ -96,7 +97,7 @@ def waiting_for(facts: Facts) -> str:
     if ConditionType.SUCCEEDED in facts.conditions:
         return f"nothing: it succeeded at {facts.status.get('completionTime') or '?'}"
     launcher = facts.launcher_pods[0] if facts.launcher_pods else None
-    if launcher is not None and (launcher.get("status") or {}).get("phase") == "Running":
+    if launcher is not None and (launcher.get("status") or {}).get("phase") == PodPhase.RUNNING:
         return f"mpirun, running in the launcher Pod {pod_name(launcher)}"
     if launcher is not None and any(
         c.running and c.name == names.WAIT_FOR_WORKERS_CONTAINER for c in facts.containers(launcher)
@@ -114,4 +115,4 @@ def waiting_for(facts: Facts) -> str:
 
 
 def _phase(pod: dict[str, Any] | None) -> str:
-    return str((pod.get("status") or {}).get("phase") or "Pending") if pod else "not created yet"
+    return str((pod.get("status") or {}).get("phase") or PodPhase.PENDING) if pod else "not created yet"

@@ -14,6 +14,7 @@ from app.core import reasons
 from app.core.observed import LauncherJobOutcome
 from app.core.policies import failure as failures
 from app.kube import names
+from app.kube.pod_phase import PodPhase
 
 # A wait-for-workers still retrying this long is evidence; before that, workers are still starting.
 WAIT_GRACE_SECONDS = 30
@@ -139,7 +140,7 @@ workers_unreachable = _ssh_check(
 )
 def launcher_sidecar(facts: Facts) -> Problem | None:
     pod = facts.launcher_pods[0] if facts.launcher_pods else None
-    if pod is None or (pod.get("status") or {}).get("phase") != "Running":
+    if pod is None or (pod.get("status") or {}).get("phase") != PodPhase.RUNNING:
         return None
     regular = [c for c in facts.containers(pod) if not c.init]
     main, others = (regular[0], regular[1:]) if regular else (None, [])

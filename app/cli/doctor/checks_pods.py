@@ -9,6 +9,7 @@ from app.api.types import ReplicaType
 from app.cli.doctor.facts import Container, Facts, condition, pod_name, role
 from app.cli.doctor.problems import Problem, check, one_line
 from app.core.policies import failure as failures
+from app.kube.pod_phase import PodPhase
 from app.kube.request import ObservedPod
 
 # A Pod this long without a scheduler's verdict: no scheduler is looking at it.
@@ -170,7 +171,8 @@ def podgroup_cannot_be_met(facts: Facts) -> Problem | None:
 def scheduler_not_running(facts: Facts) -> Problem | None:
     waiting = [
         p for p in _by_name(facts)
-        if (p.get("status") or {}).get("phase") == "Pending" and not (p.get("spec") or {}).get("nodeName")
+        if (p.get("status") or {}).get("phase") == PodPhase.PENDING
+        and not (p.get("spec") or {}).get("nodeName")
         and condition(p, "PodScheduled") is None and facts.age(p) >= SCHEDULE_GRACE_SECONDS
     ]  # fmt: skip
     if not waiting:
@@ -248,7 +250,7 @@ def _cannot_start(facts: Facts, pod: dict[str, Any], container: Container, reaso
 
 def _stuck_creating(facts: Facts, pod: dict[str, Any]) -> bool:
     scheduled = condition(pod, "PodScheduled")
-    pending = (pod.get("status") or {}).get("phase") == "Pending"
+    pending = (pod.get("status") or {}).get("phase") == PodPhase.PENDING
     return bool(
         pending
         and scheduled

@@ -102,7 +102,7 @@ def _snapshot(args: argparse.Namespace) -> Snapshot:
 
 
 def _cannot_read(args: argparse.Namespace, err: Exception) -> None:
-    from app.cli.doctor.untrusted import printable
+    from app.cli.terminal import printable
 
     permission = printable(getattr(err, "permission", ""))
     if args.output == "json":
@@ -118,7 +118,7 @@ def _cannot_read(args: argparse.Namespace, err: Exception) -> None:
 
 def _printable(diagnosis: Diagnosis) -> Diagnosis:
     """Every string of the verdict as one safe line: most quote the server (messages, Events, logs)."""
-    from app.cli.doctor.untrusted import printable
+    from app.cli.terminal import printable
 
     problem = diagnosis.problem
     if problem is not None:

@@ -10,10 +10,12 @@ from app.cli.doctor import shapes
 from app.cli.doctor.client import CannotRead, Read, Reader
 from app.cli.doctor.shapes import MPIJOB, Required
 from app.cli.doctor.snapshot import Snapshot, newest_launcher_pod
-from app.cli.doctor.untrusted import Hostile, printable
+from app.cli.doctor.untrusted import Hostile
+from app.cli.terminal import printable
 from app.kube import names
 from app.kube.gang import PODGROUP_API_VERSIONS
 from app.kube.gang import RESOURCE as PODGROUPS
+from app.kube.pod_phase import PodPhase
 from app.kube.request import ObservedLauncherJob, ObservedPod
 
 LOG_LINES = 40
@@ -205,7 +207,7 @@ def _workers_by_index(pods: list[dict[str, Any]]) -> list[dict[str, Any]]:
 def _ended(pod: dict[str, Any]) -> bool:
     """A worker whose container stopped: the Pod failed, or its container exited and waits to restart."""
     status = pod.get("status") or {}
-    if status.get("phase") == "Failed":
+    if status.get("phase") == PodPhase.FAILED:
         return True
     return any("terminated" in (c.get("lastState") or {}) for c in status.get("containerStatuses") or [])
 

@@ -6,6 +6,8 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
+from app.cli.terminal import cut
+
 if TYPE_CHECKING:
     from app.cli.doctor.facts import Facts
 
@@ -55,4 +57,4 @@ def check(id: str, finds: str) -> Callable[[Callable[[Facts], Problem | None]], 
 def one_line(text: object, limit: int = EVIDENCE_CHARS) -> str:
     """Evidence as one line, cut at ``limit`` characters (a message's beginning says what it is about)."""
     line = " | ".join(part.strip() for part in str(text).splitlines() if part.strip())
-    return line if len(line) <= limit else line[: limit - 3] + "..."
+    return cut(line, limit)

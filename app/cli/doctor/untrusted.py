@@ -1,16 +1,12 @@
-"""What came from an API server, a kubeconfig or a file is hostile until shown otherwise: bounded reads, JSON
-depth-checked before it is parsed, and one sanitiser for anything printed.
-
-The doctor prints server text (messages, Events, log lines) and names from files (contexts, paths): an ESC
-or a newline there would drive the user's terminal or forge output lines, so every line the doctor prints
-goes through ``printable``. Parsing uses the hook's own depth limit (``app.kube.depth.MAX_DEPTH``): JSON
+"""What came from an API server, a kubeconfig or a file is hostile until shown otherwise: bounded reads and
+JSON depth-checked before it is parsed. (Every line the doctor prints of it goes through
+``app.cli.terminal.printable``.) Parsing uses the hook's own depth limit (``app.kube.depth.MAX_DEPTH``): JSON
 nested deeper is refused before a parser recurses into it.
 """
 
 from __future__ import annotations
 
 import os
-import re
 import stat
 from pathlib import Path
 from typing import Any
@@ -19,27 +15,9 @@ import orjson
 
 from app.kube.depth import MAX_DEPTH, deeper_than
 
-# C0 and C1 controls, DEL, and the Unicode line separators and bidirectional overrides (which reorder what a
-# terminal shows): each printed as an escape, never as itself.
-_UNPRINTABLE = re.compile("[\x00-\x1f\x7f-\x9f\u200e\u200f\u2028\u2029\u202a-\u202e\u2066-\u2069]")
-# One printed line at most this long (a message's beginning says what it is about).
-PRINT_CHARS = 2000
-
 
 class Hostile(ValueError):
     """What a server or a file sent cannot be used; the message says what and where, never the content."""
-
-
-def printable(text: object, limit: int = PRINT_CHARS) -> str:
-    """``text`` as one safe line: controls escaped (``\\n``, ``\\x1b``), cut at ``limit`` characters."""
-    line = _UNPRINTABLE.sub(_escape, str(text))
-    return line if len(line) <= limit else line[: limit - 3] + "..."
-
-
-def _escape(match: re.Match[str]) -> str:
-    char = match.group()
-    named = {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char)
-    return named or (f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")
 
 
 def parse_json(raw: bytes, where: str, depth: int = MAX_DEPTH) -> Any:

@@ -19,6 +19,7 @@ from app.api.types import ExitCodeOperator, FailureAction, FailurePolicyRule, Re
 from app.core.observed import Exit, LauncherJobOutcome, Observed, failed_exit, newest_failed_pod
 from app.core.reasons import POD_EVICTED, REASON_DEADLINE_EXCEEDED, REASON_FAIL_JOB_RULE, REASON_MAX_RESTARTS
 from app.kube import names
+from app.kube.pod_phase import PodPhase
 from app.kube.request import ObservedPod
 
 DISRUPTION_TARGET = "DisruptionTarget"
@@ -221,7 +222,7 @@ def first_failure(observed: Observed, workers: int) -> PodFailure | None:
     job), its newest failed Pod. The doctor asks this too, so both name the same failure."""
     for index in sorted(i for i in observed.workers if i < workers):
         pod = observed.workers[index]
-        if pod.phase == "Failed" or DISRUPTION_TARGET in _true_conditions(pod):
+        if pod.phase == PodPhase.FAILED or DISRUPTION_TARGET in _true_conditions(pod):
             return pod_failure(ReplicaType.WORKER, pod)
     launcher = observed.launcher_job_state
     if launcher is None or launcher.outcome != LauncherJobOutcome.FAILED:

@@ -18,6 +18,7 @@ from app.api.defaults import Job
 from app.api.types import CleanPodPolicy
 from app.core.observed import Observed, WorkerCounts
 from app.kube import names
+from app.kube.pod_phase import PodPhase
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +57,7 @@ def decide(
     running = tuple(
         names.worker_name(job.name, i)
         for i in indices
-        if (pod := observed.workers.get(i)) is not None and pod.phase == "Running"
+        if (pod := observed.workers.get(i)) is not None and pod.phase == PodPhase.RUNNING
     )
     return WorkerPods(counts, indices, running)
 
@@ -67,5 +68,5 @@ def _after_finish(job: Job, observed: Observed, cleaning: CleanPodPolicy | None)
         return ()
     kept = sorted(observed.workers)
     if cleaning == CleanPodPolicy.RUNNING:
-        return tuple(i for i in kept if observed.workers[i].phase not in ("Running", "Pending"))
+        return tuple(i for i in kept if observed.workers[i].phase not in (PodPhase.RUNNING, PodPhase.PENDING))
     return tuple(kept)

@@ -8,6 +8,7 @@ CRD's messages, and pass what it admits.
 from __future__ import annotations
 
 import copy
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -21,8 +22,11 @@ from tests.packaging import test_crd
 from tests.packaging.test_crd import CRD_FILE, INVALID, VALID, pi
 
 Job = dict[str, Any]
+# Where to edit a job (dotted keys) ...
 LAUNCHER = "spec.mpiReplicaSpecs.Launcher"
 WORKER = "spec.mpiReplicaSpecs.Worker"
+# ... and how a finding names the place: upstream's field paths, a replica type in brackets.
+WORKER_PATH = "spec.mpiReplicaSpecs[Worker]"
 
 
 def at(job: Job, path: str) -> Any:
@@ -258,7 +262,7 @@ def test_lint_without_the_raw_manifest_cannot_see_pruned_fields() -> None:
 
 def test_a_value_of_the_wrong_type_is_an_invalid_finding() -> None:
     [finding] = lint_manifest(edit((f"{WORKER}.replicas", "two"))())
-    assert (finding.rule, finding.path) == (Rule.INVALID, f"{WORKER}.replicas")
+    assert (finding.rule, finding.path) == (Rule.INVALID, f"{WORKER_PATH}.replicas")
 
 
 # --- admission: what the CRD and validation reject -------------------------------------------------------
@@ -295,11 +299,18 @@ def test_what_the_crd_rejects_is_an_error_with_the_same_message(job: Job, expect
     errors = [f for f in lint_manifest(job) if f.severity is Severity.ERROR]
     assert errors
     for source, where, message in expected:
+        where = _as_upstream_prints(where)
         if source == "cel":
-            flat = where.replace("[", ".").replace("]", "")  # lint's paths have no brackets
-            assert any(f.path == flat and f.message.endswith(message) for f in errors), (errors, where)
+            assert any(f.path == where and f.message.endswith(message) for f in errors), (errors, where)
         else:
             assert any(f.path.startswith(where) or where.startswith(f.path) for f in errors), (errors, where)
+
+
+def _as_upstream_prints(apiserver_path: str) -> str:
+    """The apiserver prints a CRD's map keys (and the schema test its list indexes) after a dot; lint, as
+    upstream's validation, in brackets."""
+    bracketed = re.sub(r"mpiReplicaSpecs\.([^.]+)", r"mpiReplicaSpecs[\1]", apiserver_path)
+    return re.sub(r"\.(\d+)(?=\.|$)", r"[\1]", bracketed)
 
 
 def test_the_table_is_the_crd_tests_table() -> None:
@@ -370,6 +381,7 @@ def test_an_unknown_api_version_is_rejected() -> None:
 # --- GPUs at pod level (template.spec.resources) ------------------------------------------------------------
 
 POD_RESOURCES = f"{WORKER}.template.spec.resources"
+POD_RESOURCES_PATH = f"{WORKER_PATH}.template.spec.resources"
 
 
 def _findings(job: Job, rule: str) -> list[Any]:
@@ -383,7 +395,7 @@ def test_pod_level_gpus_count_against_slots_and_say_so() -> None:
     assert "requests 4 GPUs (counting the 4 at pod level) but has 1 slot" in mismatch.message
     [pod_level] = _findings(job, Rule.GPUS_AT_POD_LEVEL)
     assert pod_level.severity is Severity.ERROR
-    assert pod_level.path == f"{POD_RESOURCES}.limits"
+    assert pod_level.path == f"{POD_RESOURCES_PATH}.limits"
     assert "cpu, memory and hugepages only" in pod_level.message
     assert "containers[0].resources.limits" in pod_level.fix
 
@@ -392,7 +404,7 @@ def test_pod_level_gpus_equal_to_slots_are_no_mismatch_but_still_an_error() -> N
     job = edit((POD_RESOURCES, {"requests": {"gpu.intel.com/i915": 1}}))()
     assert _findings(job, Rule.GPU_SLOTS_MISMATCH) == []
     [pod_level] = _findings(job, Rule.GPUS_AT_POD_LEVEL)
-    assert pod_level.path == f"{POD_RESOURCES}.requests"
+    assert pod_level.path == f"{POD_RESOURCES_PATH}.requests"
 
 
 def test_pod_level_gpus_take_precedence_over_the_containers() -> None:

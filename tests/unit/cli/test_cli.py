@@ -331,7 +331,7 @@ def test_lint_prints_file_line_rule_path_message_and_fix() -> None:
     line = next(i for i, text in enumerate(PI.read_text().splitlines(), 1) if text.strip() == "args:")
     assert lines[0] == (
         f"<stdin>:{line}: warning [np-mismatch]"
-        " spec.mpiReplicaSpecs.Launcher.template.spec.containers[0].args (MPIJob pi)"
+        " spec.mpiReplicaSpecs[Launcher].template.spec.containers[0].args (MPIJob pi)"
     )
     assert "-n 4 starts 4 processes but the hostfile has 2 slots" in lines[1]
     assert lines[2].startswith("    fix: use -n 2")

@@ -29,7 +29,7 @@ SHAPES: dict[str, dict[str, tuple[int, str | None]]] = {
         "convert": (0, "spec.runPolicy.cleanPodPolicy: unset"),
         "lint": (1, "error [old-api-version]"),
         "render": (2, "run `mpijob convert"),
-        "convert|lint": (1, "error [gpus-at-pod-level] spec.mpiReplicaSpecs.Worker.template.spec.resources"),
+        "convert|lint": (1, "error [gpus-at-pod-level] spec.mpiReplicaSpecs[Worker].template.spec.resources"),
         "convert|render": (0, None),
     },
     "v2-unserved-version": {

@@ -1,19 +1,35 @@
-"""Failure messages a user can act on (``app/core/messages.py``): who failed, how, and the last words."""
+"""``app/core/messages.py``: upstream's message limit (``truncate``, in bytes) and failure messages a user
+can act on (who failed, how, and the last words)."""
 
 from __future__ import annotations
 
 import json
 import re
 
+import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from app.core.messages import failure_message
+from app.core.messages import failure_message, truncate
 from app.core.observed import Exit, failed_exit
 from app.kube.request import ObservedPod, SyncRequest, decode_request
 
 HEAD = "Job has reached the specified backoff limit"
 CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+CUT = "..."
+
+# (case, message, what upstream's rule leaves: the first 1,021 bytes and "..." when over 1,024 bytes)
+CASES = [
+    ("empty", "", ""),
+    ("1,024 ASCII bytes stay", "x" * 1024, "x" * 1024),
+    ("1,025 ASCII bytes are cut", "x" * 1025, "x" * 1021 + CUT),
+    ("1,024 bytes in 512 two-byte characters stay", "é" * 512, "é" * 512),
+    # 600 characters, under 1,024 characters but 1,200 bytes: a character count would keep them all.
+    ("two-byte characters over 1,024 bytes are cut", "é" * 600, "é" * 510 + CUT),
+    ("a four-byte character is never split", "😀" * 300, "😀" * 255 + CUT),
+    ("the cut lands after a whole character", "x" * 1019 + "é" * 10, "x" * 1019 + "é" + CUT),
+    ("a line break is kept as written", "a\nb", "a\nb"),
+]
 
 
 def observed_pod(pod: dict[str, object]) -> ObservedPod:
@@ -83,3 +99,9 @@ def test_a_failed_container_is_read_from_the_kubelets_status() -> None:
 def test_container_statuses_of_the_wrong_shape_tell_nothing() -> None:
     pod = {"metadata": {"name": "p"}, "status": {"phase": "Failed", "containerStatuses": [{"name": 5}]}}
     assert failed_exit(observed_pod(pod)) is None
+
+
+@pytest.mark.parametrize(("message", "expected"), [c[1:] for c in CASES], ids=[c[0] for c in CASES])
+def test_truncate_counts_bytes_as_upstream(message: str, expected: str) -> None:
+    assert truncate(message) == expected
+    assert len(truncate(message).encode()) <= 1024

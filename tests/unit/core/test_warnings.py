@@ -17,10 +17,10 @@ import yaml
 from app.api.defaults import with_defaults
 from app.api.types import JobStatus, MPIJob
 from app.core.intents import Event
+from app.core.lint_warning import lint_message
 from app.core.notices import notices
 from app.core.reasons import REASON_LINT
 from app.core.status import WireCondition, write_conditions
-from app.core.warnings import lint_message
 from tests.support.builders import mpijob
 from tests.support.paths import GOLDEN
 from tests.unit.api.test_lint import CASES
@@ -116,11 +116,11 @@ def test_state_is_never_the_warning_in_any_golden_status() -> None:
 
 
 def test_a_lint_failure_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) -> None:
-    from app.core import warnings
+    from app.core import lint_warning
 
     def broken(*_: Any, **__: Any) -> list[Any]:
         raise KeyError("bug")
 
-    monkeypatch.setattr(warnings, "lint", broken)
+    monkeypatch.setattr(lint_warning, "lint", broken)
     job = mpijob("pi").build()
     assert message_for(job) == ("mpijob lint could not check this job (KeyError); please report it")

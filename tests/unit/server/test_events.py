@@ -31,8 +31,10 @@ from app.server.events import (
     MAX_NAME_CHARS,
     Bounds,
     EventRecorder,
+    Pending,
     Posting,
     TokenFile,
+    event_body,
     event_name,
 )
 from app.server.main import create_app, sync_endpoint
@@ -250,6 +252,13 @@ def test_long_messages_are_cut_as_upstream_does(token_file: Path) -> None:
             assert len(posted["message"]) == 1024 and posted["message"].endswith("...")
 
     run(scenario)
+
+
+def test_an_events_message_is_cut_by_bytes_as_a_conditions_is() -> None:
+    """1,000 two-byte characters: under 1,024 characters, but 2,000 bytes."""
+    wide = Event("Warning", "MPIJobFailed", "é" * 1000, None, "Failed/True")
+    message = event_body(Pending("ns", "pi", "uid", wide, NOW), "instance")["message"]
+    assert message == "é" * 510 + "..."
 
 
 # ------------------------------------------------------------------------------------------ failures
