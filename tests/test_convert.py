@@ -59,7 +59,7 @@ def test_a_v2beta1_job_converts_to_itself() -> None:
     assert to_v2beta1(job).obj == job and to_v2beta1(job).notes == []
 
 
-# --- v1alpha1: one template and a size, split as mpi-operator v0.2's allocateProcessingUnits did ---------------
+# --- v1alpha1: one template and a size, split as mpi-operator v0.2's allocateProcessingUnits did ------------
 
 
 def v1alpha1(**spec: Any) -> dict[str, Any]:

@@ -1,5 +1,5 @@
-"""Every shape upstream's ``examples/`` (v1alpha1, v1alpha2, v1, v2, v2beta1) put in users' hands, through every
-command.
+"""Every shape upstream's ``examples/`` (v1alpha1, v1alpha2, v1, v2, v2beta1) put in users' hands, through
+every command.
 
 The fixtures are our own small files of each shape that mattered (``tests/fixtures/convert/``), not
 upstream's files. Each command, and ``convert``'s output fed to ``lint`` and ``render``, gives a correct
