@@ -107,7 +107,7 @@ def _count(spec: dict[str, Any], key: str) -> int | None:
 def _workers_and_share(
     spec: dict[str, Any], template: dict[str, Any], resource: str, notes: list[str]
 ) -> tuple[int, int]:
-    """How many workers, and how many units of ``resource`` each (0: the template's own, none)."""
+    """How many workers, and how many units of ``resource`` each (0: none, the template's limits kept)."""
     totals = [key for key in ("gpus", "processingUnits") if _count(spec, key) is not None]
     if len(totals) == 2:
         raise ConvertError(
