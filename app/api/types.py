@@ -14,6 +14,9 @@ from pydantic import BaseModel, ConfigDict, Field
 
 API_VERSION = "kubeflow.org/v2beta1"
 KIND = "MPIJob"
+# Versions no CRD of ours serves (kubectl apply: no matches for kind) that ``mpijob convert`` reads: lint and
+# render send them there. ``v2`` is what v2beta1 was called for a month before its first release (2021).
+OLD_API_VERSIONS = ("kubeflow.org/v1alpha1", "kubeflow.org/v1alpha2", "kubeflow.org/v1", "kubeflow.org/v2")
 
 
 class ReplicaType(StrEnum):

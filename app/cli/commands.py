@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 import json
 import os
+import shlex
 import sys
 import uuid
 from datetime import UTC, datetime
@@ -19,7 +20,7 @@ import orjson
 import yaml
 
 from app.api.lint import RULES, SEVERITIES, Finding, Severity, lint_manifest
-from app.api.types import API_VERSION, KIND
+from app.api.types import API_VERSION, KIND, OLD_API_VERSIONS
 from app.cli.exits import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
 from app.cli.yamlio import Document, InputError, dump_all, load_documents, read_text, source_name
 from app.kube.pod_phase import PodPhase
@@ -66,9 +67,12 @@ def render(args: argparse.Namespace) -> int:
         _error(str(err))
         return EXIT_UNUSABLE
     for doc in jobs:
-        if doc.data.get("apiVersion") != API_VERSION:
-            _error(f"{doc.source}: MPIJob {_name(doc.data)} is {doc.data.get('apiVersion')!s:.40}, not"
-                   f" {API_VERSION}: run `mpijob convert {doc.source}` first")  # fmt: skip
+        version = doc.data.get("apiVersion")
+        if version != API_VERSION:
+            advice = f"no MPI operator served it; write apiVersion: {API_VERSION}"
+            if version in OLD_API_VERSIONS:
+                advice = f"run `mpijob convert {shlex.quote(args.file)} > new.yaml` first"
+            _error(f"{doc.source}: MPIJob {_name(doc.data)} is {version!s:.40}, not {API_VERSION}: {advice}")
             return EXIT_UNUSABLE
     chunks, invalid = [], False
     for doc in jobs:
@@ -288,7 +292,8 @@ def _converted(
     jobs: list[Document], runtimes: Runtimes, args: argparse.Namespace
 ) -> list[dict[str, Any]] | None:
     """Every job converted, its notes on stderr; ``None`` when one cannot be (why on stderr)."""
-    from app.convert.mpijob import ConvertError, to_v2beta1
+    from app.convert.conversion import ConvertError
+    from app.convert.mpijob import to_v2beta1
     from app.convert.trainjob import Target, to_trainjob
 
     out = []

@@ -2,8 +2,9 @@
 ``replay`` recorded hook requests against a hook; ``doctor`` a job in the cluster (also run by kubectl as its
 plugin ``kubectl-mpijob``).
 
-Conventions for every subcommand: ``-`` reads standard input; a YAML error names FILE:LINE:COLUMN; there is
-never a traceback (an unexpected failure is one line and exit code 3); colour only on a terminal (and never
+Conventions: a manifest argument (render, lint, convert and its ``--runtime``) of ``-`` reads standard input
+(replay's DIR is a folder, so ``-`` is refused there); a YAML error names FILE:LINE:COLUMN; there is never a
+traceback (an unexpected failure is one line and exit code 3); colour only on a terminal (and never
 with ``NO_COLOR``). Exit codes: 0 done/clean, 1 findings (lint at or above ``--fail-on``; render of an invalid
 job; doctor: a problem named), 2 unusable input or settings (doctor: the cluster cannot be read). Formatting
 lives here; decisions live in ``app.api.lint``, ``app.convert``, the hook's own ``sync`` and the doctor's
@@ -22,6 +23,7 @@ from importlib import metadata
 from pathlib import Path
 from typing import Any, NoReturn, cast
 
+from app.api.types import OLD_API_VERSIONS
 from app.cli import arguments, replay
 from app.cli.doctor import command as doctor
 from app.cli.exits import (
@@ -190,9 +192,10 @@ def _add_convert(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
     convert = commands.add_parser(
         "convert",
         help="convert old MPIJobs to v2beta1, or MPIJobs to Kubeflow Trainer v2.3 TrainJobs",
-        description="Convert kubeflow.org/v1alpha2 and v1 MPIJobs (mpi-operator's and training-operator's) to"
-        " kubeflow.org/v2beta1, or any of them to a Kubeflow Trainer v2.3 TrainJob (after the TrainingRuntime"
-        " derived from it). The result goes to stdout; what could not be carried over, and why, to stderr.",
+        description=f"Convert MPIJobs of {', '.join(OLD_API_VERSIONS)} (mpi-operator's and"
+        " training-operator's) to kubeflow.org/v2beta1, or any of them to a Kubeflow Trainer v2.3 TrainJob"
+        " (after the TrainingRuntime derived from it). The result goes to stdout; what could not be carried"
+        " over, and why, to stderr.",
     )
     convert.add_argument("file", metavar="FILE", help="manifest; - for stdin")
     convert.add_argument(

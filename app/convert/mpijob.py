@@ -1,21 +1,27 @@
 """``mpijob convert``: old MPIJobs to ``kubeflow.org/v2beta1`` (the TrainJob side is ``trainjob.py``).
 
-Reads ``kubeflow.org/v1alpha2`` and ``kubeflow.org/v1`` MPIJobs, both mpi-operator's and training-operator's
-(same group and version, a superset of fields), and v2beta1 itself (for ``--to trainjob``). Every field that
-cannot be carried over, or changes meaning, becomes a note saying why; nothing is dropped silently.
-Pure functions of the manifest: the CLI prints the object and the notes.
+Reads every version lint and render send here (``OLD_API_VERSIONS``): ``kubeflow.org/v1alpha2`` and
+``kubeflow.org/v1`` MPIJobs, both mpi-operator's and training-operator's (same group and version, a superset
+of fields); ``v1alpha1``'s one-template shape, also where old files kept it under a later apiVersion
+(``v1alpha1.py``); ``v2``, v2beta1's name before its first release; and v2beta1 itself (for ``--to
+trainjob``). Every field that cannot be carried over, or changes meaning, becomes a note saying why;
+nothing is dropped silently. Pure functions of the manifest: the CLI prints the object and the notes.
 """
 
 from __future__ import annotations
 
 import copy
-from dataclasses import dataclass, field
 from typing import Any
 
 from app.api import field_path
+from app.api.types import API_VERSION as V2BETA1
+from app.api.types import OLD_API_VERSIONS
+from app.convert import v1alpha1
+from app.convert.conversion import Conversion, ConvertError, as_object
 
-V2BETA1 = "kubeflow.org/v2beta1"
-OLD_VERSIONS = ("kubeflow.org/v1alpha2", "kubeflow.org/v1")
+V1ALPHA1 = "kubeflow.org/v1alpha1"
+# v2beta1 before its first release (mpi-operator renamed it in July 2021): the same fields, renamed only.
+V2 = "kubeflow.org/v2"
 _DISTRIBUTIONS = {"open_mpi": "OpenMPI", "intel_mpi": "Intel", "mpich": "MPICH"}
 _IMPLEMENTATIONS = ("OpenMPI", "Intel", "MPICH")
 _RUN_POLICY = (
@@ -26,32 +32,34 @@ _KEPT_METADATA = ("name", "namespace", "generateName", "labels", "annotations")
 _RESTART = {"Launcher": "OnFailure", "Worker": "Never"}
 
 
-def as_object(value: Any) -> dict[str, Any]:
-    """``value`` if it is an object, else an empty one: manifests are user input of any shape."""
-    return value if isinstance(value, dict) else {}
-
-
-class ConvertError(ValueError):
-    """The document cannot be converted at all (not an MPIJob, or a version we do not read)."""
-
-
-@dataclass
-class Conversion:
-    obj: dict[str, Any]
-    notes: list[str] = field(default_factory=list)
-    # Objects to apply before ``obj`` (a TrainJob's own TrainingRuntime).
-    prerequisites: list[dict[str, Any]] = field(default_factory=list)
-
-
 def to_v2beta1(doc: dict[str, Any]) -> Conversion:
     """An MPIJob of any version we read as v2beta1; a v2beta1 one comes back unchanged."""
-    _check_mpijob(doc, (*OLD_VERSIONS, V2BETA1))
+    _check_mpijob(doc, (*OLD_API_VERSIONS, V2BETA1))
     spec = as_object(doc.get("spec"))
-    if doc["apiVersion"] == V2BETA1:
-        _require_launcher_and_worker(spec)
-        return _moved_into_run_policy(doc)
-    _refuse_v1alpha1_shape(doc["apiVersion"], spec)
+    if doc["apiVersion"] in (V2, V2BETA1):
+        return _early_v2beta1(doc)
     notes: list[str] = []
+    if doc["apiVersion"] == V1ALPHA1 or v1alpha1.has_v1alpha1_shape(spec):
+        if doc["apiVersion"] != V1ALPHA1:
+            notes.append(
+                f"spec: v1alpha1's shape (no spec.mpiReplicaSpecs) under apiVersion {doc['apiVersion']}:"
+                " read as v1alpha1, the only version that ran it"
+            )
+        out_spec = v1alpha1.v2beta1_spec(spec, notes)
+    else:
+        out_spec = _from_replica_specs(spec, notes)
+    _require_launcher_and_worker(out_spec)
+    notes.append(
+        "workers: the v1 operators reached workers with kubectl exec; v2beta1 uses SSH, so the worker image"
+        " must run sshd (no command: the image's default) and the launcher's user needs ~/.ssh at"
+        " sshAuthMountPath (default /root/.ssh; /home/mpiuser/.ssh for mpioperator's non-root images)"
+    )
+    obj = {"apiVersion": V2BETA1, "kind": "MPIJob", "metadata": _metadata(doc, notes), "spec": out_spec}
+    return Conversion(obj, notes)
+
+
+def _from_replica_specs(spec: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+    """A v1alpha2 or v1 spec (mpi-operator's or training-operator's) as v2beta1."""
     out_spec: dict[str, Any] = {}
     if "slotsPerWorker" in spec:
         out_spec["slotsPerWorker"] = spec["slotsPerWorker"]
@@ -66,13 +74,7 @@ def to_v2beta1(doc: dict[str, Any]) -> Conversion:
     out_spec["mpiReplicaSpecs"] = _replica_specs(spec, notes)
     _require_launcher_and_worker(out_spec)
     _note_ignored(spec, notes)
-    notes.append(
-        "workers: the v1 operators reached workers with kubectl exec; v2beta1 uses SSH, so the worker image"
-        " must run sshd (no command: the image's default) and the launcher's user needs ~/.ssh at"
-        " sshAuthMountPath (default /root/.ssh; /home/mpiuser/.ssh for mpioperator's non-root images)"
-    )
-    obj = {"apiVersion": V2BETA1, "kind": "MPIJob", "metadata": _metadata(doc, notes), "spec": out_spec}
-    return Conversion(obj, notes)
+    return out_spec
 
 
 def _check_mpijob(doc: Any, versions: tuple[str, ...]) -> None:
@@ -80,28 +82,26 @@ def _check_mpijob(doc: Any, versions: tuple[str, ...]) -> None:
         raise ConvertError("not an MPIJob")
     if doc.get("apiVersion") not in versions:
         raise ConvertError(
-            f"apiVersion {doc.get('apiVersion')!s:.40}: convert reads {', '.join(versions)}"
-            + (
-                " (v1alpha1 jobs have no replica specs: rewrite them by hand)"
-                if "v1alpha1" in str(doc.get("apiVersion"))
-                else ""
-            )
+            f"apiVersion {doc.get('apiVersion')!s:.40}: no MPI operator served it; convert reads"
+            f" {', '.join(versions)}"
         )
-
-
-_V1ALPHA1_FIELDS = ("replicas", "template", "gpus", "processingUnits", "processingResourceType")
 
 
 _MOVED_TO_RUN_POLICY = ("cleanPodPolicy", "backoffLimit", "activeDeadlineSeconds")
 
 
-def _moved_into_run_policy(doc: dict[str, Any]) -> Conversion:
-    """A v2beta1 job as is, except the fields early v2beta1 examples still wrote at spec level: the CRD has
-    them in runPolicy only (kubectl apply rejects them at spec), so they move there unless runPolicy has its
-    own."""
+def _early_v2beta1(doc: dict[str, Any]) -> Conversion:
+    """A v2beta1 job as is, except what early v2beta1 (and ``v2``, its name before its first release) had:
+    ``cleanPodPolicy``, ``backoffLimit`` and ``activeDeadlineSeconds`` at spec level, which the CRD has in
+    runPolicy only (kubectl apply rejects them at spec), so they move there unless runPolicy has its own;
+    ``mainContainer``, which v2beta1 dropped for the launcher's first container."""
     job = copy.deepcopy(doc)
     spec = as_object(job.get("spec"))
+    _require_launcher_and_worker(spec)
     notes: list[str] = []
+    if job["apiVersion"] == V2:
+        job["apiVersion"] = V2BETA1
+        notes.append(f"apiVersion: {V2} is {V2BETA1} under its name before its first release (same fields)")
     for key in (k for k in _MOVED_TO_RUN_POLICY if k in spec):
         value = spec.pop(key)
         policy = spec.setdefault("runPolicy", {})
@@ -112,20 +112,9 @@ def _moved_into_run_policy(doc: dict[str, Any]) -> Conversion:
         else:
             policy[key] = value
             notes.append(f"spec.{key}: moved to spec.runPolicy.{key} (v2beta1 has it there only)")
+    if "mainContainer" in spec:
+        _main_container_first(spec.pop("mainContainer"), as_object(spec.get("mpiReplicaSpecs")), notes)
     return Conversion(job, notes)
-
-
-def _refuse_v1alpha1_shape(api_version: str, spec: dict[str, Any]) -> None:
-    """Old files put v1alpha1's one-template spec under a later apiVersion: nothing says which is the
-    launcher, so there is nothing to convert."""
-    found = [k for k in _V1ALPHA1_FIELDS if k in spec]
-    if found and "mpiReplicaSpecs" not in spec:
-        raise ConvertError(
-            f"spec has the v1alpha1 shape ({', '.join('spec.' + k for k in found)}, no spec.mpiReplicaSpecs)"
-            f" under apiVersion {api_version}: there is no Launcher or Worker to convert; rewrite it by hand"
-            f" with {field_path.replica_spec('Launcher')} (runs mpirun)"
-            f" and {field_path.replica_spec('Worker')} (runs sshd)"
-        )
 
 
 def _require_launcher_and_worker(spec: dict[str, Any]) -> None:

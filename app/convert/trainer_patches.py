@@ -19,7 +19,7 @@ from app.api.types import LauncherCreationPolicy, RestartPolicy
 from app.children import pods
 from app.children.workers import DEFAULT_WORKER_COMMAND
 from app.convert import trainer
-from app.convert.mpijob import ConvertError, as_object
+from app.convert.conversion import ConvertError, as_object
 from app.convert.trainer_merge import differences, merged, trainer_applied
 from app.convert.trainer_notes import (
     LAUNCHER_LAST,

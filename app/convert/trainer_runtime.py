@@ -28,7 +28,7 @@ from app.children.launcher_job import launcher_env
 from app.children.podgroup import VOLCANO_QUEUE_ANNOTATION, gang_job, volcano_queue
 from app.children.workers import DEFAULT_WORKER_COMMAND
 from app.convert import trainer
-from app.convert.mpijob import ConvertError
+from app.convert.conversion import ConvertError
 from app.convert.trainer_failures import FailureMapping
 from app.kube import names
 from app.kube.gang import GangScheduler

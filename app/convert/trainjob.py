@@ -21,7 +21,8 @@ from app.api.defaults import Job, with_defaults
 from app.api.types import MULTIKUEUE_CONTROLLER, LauncherCreationPolicy, MPIJob
 from app.api.validation import aggregate, validate
 from app.convert import trainer
-from app.convert.mpijob import Conversion, ConvertError, to_v2beta1
+from app.convert.conversion import Conversion, ConvertError
+from app.convert.mpijob import to_v2beta1
 from app.convert.trainer_failures import map_failure_policy
 from app.convert.trainer_notes import derived_notes
 from app.convert.trainer_patches import RuntimeFit, fit_runtime

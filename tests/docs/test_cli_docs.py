@@ -1,5 +1,6 @@
 """The user guide's ``mpijob`` tables stay true: exit codes against ``app/cli/exits.py``, lint rules against
-the rule registry (``app.api.lint.RULES`` and ``SEVERITIES``).
+the rule registry (``app.api.lint.RULES`` and ``SEVERITIES``), and what it says lint, render and convert
+print (the old versions they send to convert, the GPU example's findings) against what they print.
 
 Each check also runs on a planted contradiction, so a parser that finds nothing cannot pass.
 """
@@ -9,12 +10,16 @@ from __future__ import annotations
 import re
 
 import pytest
+import yaml
 
-from app.api.lint import RULES, SEVERITIES
+from app.api.lint import RULES, SEVERITIES, lint_manifest
+from app.api.types import OLD_API_VERSIONS
 from app.cli import exits
 from tests.support import paths
+from tests.unit.cli.test_cli import mpijob
 
 GUIDE = paths.ROOT / "docs" / "user-guide.md"
+GPU_EXAMPLE = paths.ROOT / "docs" / "examples" / "gpu-mistakes.yaml"
 SECTION = "## The `mpijob` command"
 COMMANDS = ("render", "lint", "convert", "serve", "replay", "doctor")
 # In an exit-code cell: "0 rendered, 1 a job is invalid (...), 2 unusable input": a code starts the cell or
@@ -88,6 +93,73 @@ def rule_problems(text: str) -> list[str]:
     return problems
 
 
+_NUMBERS = {"one": 1, "two": 2, "three": 3, "four": 4, "five": 5, "six": 6, "seven": 7}
+# A version as the guide writes it: `kubeflow.org/v1alpha1`, or `v1` after the first.
+_VERSION = re.compile(r"`(?:kubeflow\.org/)?(v\d+(?:(?:alpha|beta)\d+)?)`")
+
+
+def _versions(cell: str) -> set[str]:
+    return {f"kubeflow.org/{v}" for v in _VERSION.findall(cell)}
+
+
+def _row(section: str, header: str, first_cell: str) -> list[str]:
+    [row] = [r for r in _rows(section, header) if r[0].startswith(first_cell)]
+    return row
+
+
+def old_version_problems(text: str) -> list[str]:
+    """The versions the old-api-version row and the convert row name, and the command the row gives, against
+    ``OLD_API_VERSIONS`` and the rule's fix."""
+    section = _section(text)
+    advice = _row(section, "| rule | severity | finds |", "`old-api-version`")[2]
+    convert = _row(section, "| command | what | exit codes |", "`mpijob convert")[1].split(" to `v2beta1`")[0]
+    problems = [
+        f"{where} names {sorted(_versions(cell))}, convert reads {sorted(OLD_API_VERSIONS)}"
+        for where, cell in (("old-api-version", advice), ("convert", convert))
+        if _versions(cell) != set(OLD_API_VERSIONS)
+    ]
+    [fix] = {f.fix for v in OLD_API_VERSIONS for f in lint_manifest({"apiVersion": v, "kind": "MPIJob"})}
+    commands = re.findall(r"`(mpijob [^`]*)`", advice)
+    if not commands or any(command not in fix for command in commands):
+        problems.append(f"old-api-version advises {commands}, lint's fix says {fix!r}")
+    return problems
+
+
+def gpu_example_problems(text: str) -> list[str]:
+    """The guide's count and rules for docs/examples/gpu-mistakes.yaml, and the file's own count, against
+    lint's findings."""
+    [paragraph] = [p for p in text.split("\n\n") if p.startswith("`mpijob lint` finds")]
+    said = re.search(r"finds (\w+) mistakes", paragraph)
+    rules = set(re.findall(r"`([a-z-]+)`", paragraph)) & set(RULES)
+    findings = lint_manifest(yaml.safe_load(GPU_EXAMPLE.read_text()))
+    in_file = re.match(r"# (\w+) silent mistakes", GPU_EXAMPLE.read_text())
+    problems = []
+    for where, match in (("the guide", said), (GPU_EXAMPLE.name, in_file)):
+        if match is None or _NUMBERS.get(match.group(1).lower()) != len(findings):
+            problems.append(f"{where} counts {match and match.group(1)!r}, lint finds {len(findings)}")
+    if rules != {f.rule for f in findings}:
+        problems.append(f"the guide names {sorted(rules)}, lint finds {sorted(f.rule for f in findings)}")
+    return problems
+
+
+def test_the_guide_names_the_versions_convert_reads_and_lints_advice() -> None:
+    assert old_version_problems(GUIDE.read_text()) == []
+
+
+def test_render_gives_the_advice_the_guide_documents() -> None:
+    """The row says render advises what lint does; the command is the documented one, for the file given."""
+    advice = _row(_section(GUIDE.read_text()), "| rule | severity | finds |", "`old-api-version`")[2]
+    [command] = re.findall(r"`(mpijob [^`]*)`", advice)
+    for version in OLD_API_VERSIONS:
+        done = mpijob("render", "-", stdin=f"apiVersion: {version}\nkind: MPIJob\nmetadata: {{name: a}}\n")
+        assert done.returncode == exits.EXIT_UNUSABLE
+        assert f"run `{command.replace('FILE', '-')}` first" in done.stderr
+
+
+def test_the_gpu_example_finds_what_the_guide_says() -> None:
+    assert gpu_example_problems(GUIDE.read_text()) == []
+
+
 def test_the_exit_code_table_matches_exits_py() -> None:
     assert exit_code_problems(GUIDE.read_text()) == []
 
@@ -118,6 +190,21 @@ PLANTED_EXITS = {
     "a code left out": (", 130 interrupted (Ctrl-C)", ""),
     "a command row left out": ("| `mpijob serve` |", "| `mpijob serve-it` |"),
 }
+PLANTED_ADVICE = {
+    "a version left out of the lint table": ("`v1`, `v2`: `mpijob", "`v1`: `mpijob"),
+    "a version left out of the convert row": (
+        "`kubeflow.org/v1alpha1`, `v1alpha2`, `v1` (",
+        "`v1alpha2`, `v1` (",
+    ),
+    "another command": ("`mpijob convert FILE > new.yaml` (`render`", "`mpijob upgrade FILE` (`render`"),
+}
+PLANTED_GPU = {
+    "a wrong count": ("finds three mistakes", "finds four mistakes"),
+    "a rule lint does not find there": (
+        "and, from the same arithmetic, `np-mismatch`",
+        "`launcher-gpus-hidden`",
+    ),
+}
 PLANTED_RULES = {
     "a rule left out": ("| `ssh-path-for-root` | warning |", "| `ssh-path-for-rot` | warning |"),
     "a wrong severity": ("| `gpus-at-pod-level` | error |", "| `gpus-at-pod-level` | warning |"),
@@ -140,3 +227,17 @@ def test_a_planted_rule_contradiction_is_found(old: str, new: str) -> None:
     text = GUIDE.read_text()
     assert old in _section(text)
     assert rule_problems(text.replace(old, new, 1)) != []
+
+
+@pytest.mark.parametrize(("old", "new"), PLANTED_ADVICE.values(), ids=PLANTED_ADVICE.keys())
+def test_a_planted_advice_contradiction_is_found(old: str, new: str) -> None:
+    text = GUIDE.read_text()
+    assert old in _section(text)
+    assert old_version_problems(text.replace(old, new, 1)) != []
+
+
+@pytest.mark.parametrize(("old", "new"), PLANTED_GPU.values(), ids=PLANTED_GPU.keys())
+def test_a_planted_gpu_example_contradiction_is_found(old: str, new: str) -> None:
+    text = GUIDE.read_text()
+    assert text.count(old) == 1
+    assert gpu_example_problems(text.replace(old, new)) != []

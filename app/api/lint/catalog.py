@@ -11,9 +11,9 @@ from enum import StrEnum
 from app.api import child_names
 from app.api.defaults import DEFAULT_SSH_AUTH_MOUNT_PATH
 from app.api.lint.findings import Severity
+from app.api.types import OLD_API_VERSIONS
 
 IGNORE_ANNOTATION = "mpijob-lint/ignore"
-OLD_API_VERSIONS = ("kubeflow.org/v1alpha1", "kubeflow.org/v1alpha2", "kubeflow.org/v1")
 
 
 class Rule(StrEnum):
@@ -48,7 +48,7 @@ RULES: dict[str, str] = {
         f"the last worker's hostname <name>{child_names.WORKER_INFIX}<N-1> exceeds"
         f" {child_names.DNS1035_LABEL_MAX} characters"
     ),
-    Rule.OLD_API_VERSION: "kubeflow.org/v1alpha1, v1alpha2 or v1: not served by this CRD",
+    Rule.OLD_API_VERSION: f"{', '.join(OLD_API_VERSIONS)}: not served by this CRD; mpijob convert reads them",
     Rule.SLOTS_IN_REPLICA_SPEC: "slotsPerWorker written inside a replica spec, where it is pruned",
     Rule.NP_MISMATCH: "mpirun -np differs from the hostfile's slots (slotsPerWorker x workers)",
     Rule.GPU_SLOTS_MISMATCH: "GPUs per worker (pod-level ones counted) differ from slotsPerWorker",

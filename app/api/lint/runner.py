@@ -10,9 +10,9 @@ from pydantic import ValidationError
 from app.api import field_path
 from app.api.defaults import DEFAULT_SLOTS_PER_WORKER, Job, with_defaults
 from app.api.lint import command_rules, crd_rules, failure_rules, gpu_rules, reading, ssh_rules
-from app.api.lint.catalog import IGNORE_ANNOTATION, OLD_API_VERSIONS, Rule
+from app.api.lint.catalog import IGNORE_ANNOTATION, Rule
 from app.api.lint.findings import Finding, Severity
-from app.api.types import API_VERSION, KIND, MPIJob
+from app.api.types import API_VERSION, KIND, OLD_API_VERSIONS, MPIJob
 
 
 def lint_manifest(raw: Mapping[str, Any]) -> list[Finding]:

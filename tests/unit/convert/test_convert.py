@@ -60,16 +60,135 @@ def test_a_v2beta1_job_converts_to_itself() -> None:
     assert to_v2beta1(job).obj == job and to_v2beta1(job).notes == []
 
 
-def test_v1alpha1_is_refused_with_a_reason() -> None:
-    with pytest.raises(ConvertError, match="v1alpha1 jobs have no replica specs"):
-        to_v2beta1({"apiVersion": "kubeflow.org/v1alpha1", "kind": "MPIJob", "spec": {"gpus": 8}})
+# --- v1alpha1: one template and a size, split as mpi-operator v0.2's allocateProcessingUnits did ------------
+
+
+def v1alpha1(**spec: Any) -> dict[str, Any]:
+    container = {"name": "train", "image": "example.com/train", "command": ["mpirun", "python", "train.py"]}
+    template = {"spec": {"containers": [container]}}
+    return {
+        "apiVersion": "kubeflow.org/v1alpha1",
+        "kind": "MPIJob",
+        "metadata": {"name": "a"},
+        "spec": {"template": template, **spec},
+    }
+
+
+def _worker_limits(obj: dict[str, Any]) -> dict[str, Any]:
+    worker = obj["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]
+    limits: dict[str, Any] = worker.get("resources", {}).get("limits", {})
+    return limits
+
+
+@pytest.mark.parametrize(
+    ("spec", "workers", "limits", "slots"),
+    [
+        # a total below a node's worth: one worker with all of it
+        ({"gpus": 1}, 1, {"nvidia.com/gpu": 1}, 1),
+        ({"gpus": 4}, 1, {"nvidia.com/gpu": 4}, 4),
+        # whole nodes: 8 GPUs each unless the job says (the v1alpha1 deploy manifests' --gpus-per-node)
+        ({"gpus": 16}, 2, {"nvidia.com/gpu": 8}, 8),
+        ({"gpus": 16, "gpusPerNode": 4}, 4, {"nvidia.com/gpu": 4}, 4),
+        ({"gpus": 16, "slotsPerWorker": 1}, 2, {"nvidia.com/gpu": 8}, 1),
+        # processing units: 1 per node unless the job says, of the job's resource type
+        ({"processingUnits": 3}, 3, {"nvidia.com/gpu": 1}, 1),
+        (
+            {"processingUnits": 8, "processingUnitsPerNode": 4, "processingResourceType": "cpu"},
+            2,
+            {"cpu": 4},
+            4,
+        ),
+        # workers given: each with the template's own limit, whose amount is the slots
+        ({"replicas": 3}, 3, {}, 1),
+        ({"replicas": 2, "gpus": 8, "gpusPerNode": 8}, 1, {"nvidia.com/gpu": 8}, 8),
+    ],
+)
+def test_v1alpha1_sizes_become_workers_and_slots(
+    spec: dict[str, Any], workers: int, limits: dict[str, Any], slots: int, admission: Any
+) -> None:
+    result = to_v2beta1(v1alpha1(**spec))
+    assert result.obj["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == workers
+    assert _worker_limits(result.obj) == limits
+    assert result.obj["spec"]["slotsPerWorker"] == slots
+    assert admission(result.obj) == set()
+    assert [f for f in lint_manifest(result.obj) if f.severity is Severity.ERROR] == []
+    per_node = {"gpus": "gpusPerNode", "processingUnits": "processingUnitsPerNode"}
+    assumed = any(total in spec and field not in spec for total, field in per_node.items())
+    assert any("default" in n and "per node" in n for n in result.notes) == assumed
+    assert any("spec.replicas: ignored" in n for n in result.notes) == ("replicas" in spec and "gpus" in spec)
+
+
+def test_v1alpha1_replicas_keep_the_template_gpu_limit_as_the_slots() -> None:
+    job = v1alpha1(replicas=4)
+    job["spec"]["template"]["spec"]["containers"][0]["resources"] = {"limits": {"nvidia.com/gpu": "2"}}
+    result = to_v2beta1(job)
+    assert _worker_limits(result.obj) == {"nvidia.com/gpu": "2"}  # as written
+    assert result.obj["spec"]["slotsPerWorker"] == 2
+    launcher = result.obj["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    assert "resources" not in launcher
+    assert any("Launcher: resources of container 'train' dropped" in n for n in result.notes)
+
+
+def test_v1alpha1_template_becomes_launcher_and_workers() -> None:
+    job = v1alpha1(replicas=2, backoffLimit=3, activeDeadlineSeconds=60, launcherOnMaster=True, extra=1)
+    job["spec"]["template"]["spec"]["restartPolicy"] = "Never"
+    result = to_v2beta1(job)
+    spec = result.obj["spec"]
+    assert spec["runPolicy"] == {"cleanPodPolicy": "All", "backoffLimit": 3, "activeDeadlineSeconds": 60}
+    launcher, worker = spec["mpiReplicaSpecs"]["Launcher"], spec["mpiReplicaSpecs"]["Worker"]
+    assert launcher["restartPolicy"] == "Never" and "restartPolicy" not in worker
+    assert "restartPolicy" not in launcher["template"]["spec"] | worker["template"]["spec"]
+    assert launcher["template"]["spec"]["containers"][0]["command"] == ["mpirun", "python", "train.py"]
+    assert "command" not in worker["template"]["spec"]["containers"][0]  # v1alpha1 ran sleep there
+    assert launcher["template"]["spec"]["tolerations"] == [
+        {"key": "node-role.kubernetes.io/master", "effect": "NoSchedule"}
+    ]
+    assert "tolerations" not in worker["template"]["spec"]
+    joined = "\n".join(result.notes)
+    for expected in ("spec.extra: dropped", "control-plane", "command of container 'train' dropped", "sshd"):
+        assert expected in joined
+
+
+@pytest.mark.parametrize(
+    ("spec", "message"),
+    [
+        ({"gpus": 12}, "12 is not a multiple of 8 per node, .* set spec.gpusPerNode"),
+        ({"gpus": 2, "processingUnits": 2}, "both set: .* keep one"),
+        ({}, "started no worker; add spec.replicas"),
+        ({"replicas": 0}, "spec.replicas: 0 is not a whole number of at least 1"),
+        ({"gpus": True}, "spec.gpus: True is not a whole number"),
+        ({"replicas": 1, "template": {"spec": {"containers": []}}}, "has no container: .* add one"),
+        ({"replicas": 1, "mpiReplicaSpecs": {}}, "set apiVersion kubeflow.org/v1"),
+    ],
+)
+def test_what_the_v1alpha1_operator_refused_is_refused_with_the_fix(
+    spec: dict[str, Any], message: str
+) -> None:
+    with pytest.raises(ConvertError, match=message):
+        to_v2beta1(v1alpha1(**spec))
 
 
 @pytest.mark.parametrize("version", ["kubeflow.org/v1", "kubeflow.org/v1alpha2"])
-def test_the_v1alpha1_shape_under_a_later_version_is_refused(version: str) -> None:
+def test_the_v1alpha1_shape_under_a_later_version_is_read_as_v1alpha1(version: str, admission: Any) -> None:
     job = load(FIXTURES / "v1-in-v1alpha1-shape.yaml") | {"apiVersion": version}
-    with pytest.raises(ConvertError, match=f"v1alpha1 shape .* under apiVersion {version}"):
-        to_v2beta1(job)
+    result = to_v2beta1(job)
+    assert f"v1alpha1's shape (no spec.mpiReplicaSpecs) under apiVersion {version}" in result.notes[0]
+    assert result.obj["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] == 2
+    assert _worker_limits(result.obj) == {"nvidia.com/gpu": 4}
+    assert admission(result.obj) == set()
+
+
+def test_v2_is_v2beta1_renamed(admission: Any) -> None:
+    job = load(FIXTURES / "v2-unserved-version.yaml")
+    job["spec"]["mainContainer"] = "mnist"
+    result = to_v2beta1(job)
+    assert result.obj["apiVersion"] == "kubeflow.org/v2beta1"
+    assert result.obj["spec"]["runPolicy"] == {"cleanPodPolicy": "Running"}
+    assert {"cleanPodPolicy", "mainContainer"}.isdisjoint(result.obj["spec"])
+    assert result.obj["spec"]["mpiReplicaSpecs"] == job["spec"]["mpiReplicaSpecs"]
+    assert admission(result.obj) == set()
+    assert lint_manifest(result.obj) == []
+    assert len(result.notes) == 3 and "before its first release" in result.notes[0]
 
 
 @pytest.mark.parametrize(

@@ -1,4 +1,5 @@
-"""Every shape upstream's ``examples/`` (v1alpha1 to v2beta1) put in users' hands, through every command.
+"""Every shape upstream's ``examples/`` (v1alpha1, v1alpha2, v1, v2, v2beta1) put in users' hands, through
+every command.
 
 The fixtures are our own small files of each shape that mattered (``tests/fixtures/convert/``), not
 upstream's files. Each command, and ``convert``'s output fed to ``lint`` and ``render``, gives a correct
@@ -21,9 +22,35 @@ CHILDREN = ["Service", "ConfigMap", "Secret", "Pod", "Pod", "Job"]
 # "convert|lint" and "convert|render" run on convert's output, when convert succeeded.
 SHAPES: dict[str, dict[str, tuple[int, str | None]]] = {
     "v1-in-v1alpha1-shape": {
-        "convert": (2, "spec has the v1alpha1 shape (spec.replicas, spec.template, no spec.mpiReplicaSpecs)"),
+        "convert": (0, "v1alpha1's shape (no spec.mpiReplicaSpecs) under apiVersion kubeflow.org/v1"),
         "lint": (1, "error [old-api-version]"),
         "render": (2, "run `mpijob convert"),
+        "convert|lint": (0, None),
+        "convert|render": (0, None),
+    },
+    "v1alpha1-gpus": {
+        "convert": (0, "spec.gpus: 16 split as by the v1alpha1 operator's default 8 per node"),
+        "lint": (1, "error [old-api-version]"),
+        "render": (2, "run `mpijob convert"),
+        "convert|lint": (0, "info [launcher-command]"),
+        "convert|render": (0, None),
+    },
+    "v1alpha1-replicas": {
+        "convert": (0, "command of container 'train' dropped: the v1alpha1 operator ran sleep there"),
+        "lint": (1, "error [old-api-version]"),
+        "render": (2, "run `mpijob convert"),
+        "convert|lint": (0, None),
+        "convert|render": (0, None),
+    },
+    "v1alpha1-every-field": {
+        "convert": (
+            0,
+            "spec.launcherOnMaster: the launcher tolerates and requires node-role.kubernetes.io/master",
+        ),
+        "lint": (1, "error [old-api-version]"),
+        "render": (2, "run `mpijob convert"),
+        "convert|lint": (0, None),
+        "convert|render": (0, None),
     },
     "v1alpha2-pod-level-gpus": {
         "convert": (0, "spec.runPolicy.cleanPodPolicy: unset"),
@@ -33,9 +60,11 @@ SHAPES: dict[str, dict[str, tuple[int, str | None]]] = {
         "convert|render": (0, None),
     },
     "v2-unserved-version": {
-        "convert": (2, "apiVersion kubeflow.org/v2: convert reads"),
-        "lint": (1, "error [crd-rejected] apiVersion (MPIJob mnist-v2)"),
-        "render": (2, "is kubeflow.org/v2, not kubeflow.org/v2beta1"),
+        "convert": (0, "kubeflow.org/v2 is kubeflow.org/v2beta1 under its name before its first release"),
+        "lint": (1, "error [old-api-version] apiVersion (MPIJob mnist-v2)"),
+        "render": (2, "is kubeflow.org/v2, not kubeflow.org/v2beta1: run `mpijob convert"),
+        "convert|lint": (0, None),
+        "convert|render": (0, None),
     },
     "v1-launcher-only": {
         "convert": (2, "no Worker in spec.mpiReplicaSpecs: the result would not be a job"),
