@@ -26,7 +26,7 @@ import cel  # isort: skip
 
 FIXTURES = paths.FIXTURES / "convert"
 # fixture -> the edit convert's refusal names (a job no operator ran: a launcher and no workers).
-REFUSED = {"v1-launcher-only": "add spec.mpiReplicaSpecs.Worker to the input"}
+REFUSED = {"v1-launcher-only": "add spec.mpiReplicaSpecs[Worker] to the input"}
 # fixture -> the error lint still finds after conversion: a mistake of the original, carried over and named.
 CARRIED_OVER = {"v1alpha2-pod-level-gpus": {"gpus-at-pod-level"}}
 
