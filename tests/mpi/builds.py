@@ -44,9 +44,9 @@ class Build:
     # there too); MPICH's then waits forever for a proxy that ssh could not start.
     ssh_to_itself: bool = False
     hangs_when_ssh_fails: bool = False
-    # MPICH 4.0 (ch4:ucx): now and then a rank prints its line and never returns from MPI_Finalize in our
-    # shared-kernel "pods" (seen in CI). The placement is still checked from the ranks' lines; the hang
-    # is reported as a warning instead of failing the run.
+    # MPICH 4.0 (ch4:ucx): now and then a rank prints its line and never returns from MPI_Finalize, on the
+    # real node too (docs/troubleshooting.md, "The job never finishes"). The placement is still checked from
+    # the ranks' lines; the hang is reported as a warning instead of failing the run.
     finalize_may_hang: bool = False
     # Extra environment the image sets (ENV lines of its Dockerfile).
     image_env: tuple[tuple[str, str], ...] = ()
@@ -100,9 +100,9 @@ BUILDS = {
             ssh_to_itself=True,
             hangs_when_ssh_fails=True,
             finalize_may_hang=True,
-            # Debian's MPICH is ch4:ucx. Our "pods" share one kernel, so UCX took them for one node and
-            # mixed in its shared-memory transports, whose MPI_Finalize spun forever now and then; on a
-            # cluster the workers are on other nodes and talk TCP, as here.
+            # Debian's MPICH is ch4:ucx. Our "pods" share one kernel, so UCX would take them for one node
+            # and mix in its shared-memory transports; on a cluster the workers are on other nodes and talk
+            # TCP, as here.
             image_env=(("UCX_TLS", "tcp,self"),),
         ),
         Build(

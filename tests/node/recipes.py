@@ -114,7 +114,8 @@ MPI_BUILDS = {
         MpiBuild("openmpi5", "trixie", "openmpi-bin", "libopenmpi-dev", "openmpi5", "OpenMPI"),
         # Debian's MPICH is ch4:ucx. All Pods of this node share one kernel (and boot id), so UCX takes
         # them for one host and tries shared memory across Pods; on a real cluster the workers talk TCP.
-        # Trixie's 4.2: bookworm's 4.0 left a rank spinning in MPI_Finalize in about half the runs.
+        # Trixie's 4.2: bookworm's 4.0.2 hung in MPI_Finalize in about one run in four
+        # (docs/troubleshooting.md, "The job never finishes"; tests/node/test_node_mpich_runs.py).
         MpiBuild("mpich", "trixie", "mpich", "libmpich-dev", "mpich", "MPICH", env="ENV UCX_TLS=tcp,self\n"),
     )
 }
