@@ -23,6 +23,7 @@ import orjson
 import pytest
 import uvicorn
 
+from app.cluster.tokens import TokenFile
 from app.core.intents import Event, Milestone
 from app.core.sync import Outcome, SyncResult
 from app.kube.keys import SeededKeys
@@ -32,7 +33,6 @@ from app.server.events import (
     Bounds,
     EventRecorder,
     Posting,
-    TokenFile,
     event_name,
 )
 from app.server.main import create_app, sync_endpoint
