@@ -166,14 +166,15 @@ def _target_settings(given: list[str]) -> dict[str, str]:
 
 def _headers(token_file: str | None) -> dict[str, str]:
     """Each request's headers: JSON, no compression (the answer is counted as sent), the caller token."""
-    from app.cli.replay_io import read_token
+    from app.cluster.tokens import read_token
 
     headers = {"Content-Type": "application/json", "Accept-Encoding": "identity"}
     if token_file is not None:
         try:
-            headers["Authorization"] = f"Bearer {read_token(token_file)}"
-        except ValueError as err:
-            raise Unusable(f"--token-file: {err}") from None
+            # A pipe such as <(...) is fine: the user named it.
+            headers["Authorization"] = f"Bearer {read_token(Path(token_file), '--token-file', pipes=True)}"
+        except ValueError as err:  # names the file and the problem, never the content
+            raise Unusable(str(err)) from None
     return headers
 
 

@@ -12,7 +12,6 @@ Whatever of the server's text is printed goes through ``printable``.
 from __future__ import annotations
 
 import os
-import re
 import stat
 import threading
 import time
@@ -29,10 +28,6 @@ MAX_BYTES = 160 * 1024 * 1024
 # An answer holds the parent's pod templates a few levels deeper than the parent itself, whose nesting the
 # hook limits to MAX_DEPTH; twice that is still far inside orjson's limit (255) and Python's recursion.
 MAX_JSON_DEPTH = 2 * MAX_DEPTH
-# As app.settings.MAX_CALLER_TOKEN_BYTES: a caller token is small.
-MAX_TOKEN_BYTES = 8 * 1024
-# Visible ASCII: what an Authorization header can carry (RFC 6750's token68 is a subset).
-_TOKEN = re.compile(rb"[\x21-\x7e]+")
 # Longest line replay prints: a server's key or message may be any length.
 LINE_CHARS = 400
 # Grace after --timeout before the watchdog gives up on a call stuck below the streaming loop.
@@ -126,23 +121,6 @@ def parse_json(raw: bytes | bytearray, what: str) -> Any:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as err:
         raise Refused(f"{what} is not JSON: {err}") from None
-
-
-def read_token(path: str) -> str:
-    """The caller token in ``path``, stripped; a ``ValueError`` names the file, never its content."""
-    try:
-        with open(path, "rb") as file:  # a pipe such as <(...) is fine: the user named it
-            raw = file.read(MAX_TOKEN_BYTES + 1)
-    except OSError as err:
-        raise ValueError(f"cannot read {path}: {err.strerror}") from None
-    if len(raw) > MAX_TOKEN_BYTES:
-        raise ValueError(f"{path} holds more than {MAX_TOKEN_BYTES} bytes")
-    token = raw.strip()
-    if not token:
-        raise ValueError(f"{path} is empty")
-    if not _TOKEN.fullmatch(token):
-        raise ValueError(f"{path} is not a bearer token: only visible ASCII, no spaces (content not shown)")
-    return token.decode("ascii")
 
 
 # --- the hook ----------------------------------------------------------------------------------------------

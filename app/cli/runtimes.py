@@ -22,8 +22,8 @@ from app.cli.yamlio import InputError, load_documents, read_text, source_name
 from app.convert import trainer
 
 if TYPE_CHECKING:
-    from app.cli.doctor.client import Reader
-    from app.cli.doctor.kubeconfig import Connection
+    from app.cluster.connection import Connection
+    from app.cluster.reads import Reader
 
 # The modules that read the cluster are imported only when a runtime is read from it.
 
@@ -86,8 +86,8 @@ class ClusterRuntimes:
 
     def for_namespace(self, job_namespace: str) -> dict[str, Any]:
         """The runtime a job of ``job_namespace`` (empty: ``-n``, else the context's namespace) runs on."""
-        from app.cli.doctor.client import CannotRead, Reader
         from app.cli.doctor.kubeconfig import KubeconfigError, load
+        from app.cluster.reads import CannotRead, Reader
 
         try:
             # Loaded once: an exec credential plugin runs as often as the kubeconfig is read.
@@ -105,7 +105,7 @@ class ClusterRuntimes:
             self._reader.close()
 
     def _get(self, reader: Reader, namespace: str, context: str) -> dict[str, Any]:
-        from app.cli.doctor.client import Read
+        from app.cluster.reads import Read
 
         missing = []
         for kind in self.wanted.kinds:

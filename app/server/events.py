@@ -10,9 +10,10 @@ from upstream's recorder component, ``mpi-job-controller``.
 One Event per transition, never aggregated (``count`` stays 1): its name is the job's name and a hash of the
 job's uid and the Event's key, which is the same for every sync that decides the same transition. A repeated
 sync, or another replica posting the same transition, gets 409 AlreadyExists: counted as a duplicate, not an
-error, never retried. 5xx answers and connection errors are retried a few times with backoff; anything else
-(403: RBAC, 404: the namespace is gone) is counted as failed and logged at warning with the Event's reason,
-never its message or the answer's body. The token file is re-read every minute: bound tokens rotate.
+error, never retried. The POST goes through ``app/cluster/posts.py``: 5xx answers and connection errors are
+retried a few times with backoff, and the token file is re-read every minute (bound tokens rotate); anything
+else (403: RBAC, 404: the namespace is gone) is counted as failed and logged at warning with the Event's
+reason, never its message or the answer's body.
 """
 
 from __future__ import annotations
@@ -23,17 +24,17 @@ import hashlib
 import logging
 import socket
 import ssl
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import Any
 from urllib.parse import quote
 
 import httpx
 import orjson
 
+from app.cluster.connection import Connection
+from app.cluster.posts import Poster, Posting
 from app.core.intents import Event
 from app.core.messages import truncate
 from app.core.sync import SyncResult
@@ -51,12 +52,9 @@ INVOLVED_KIND = "MPIJob"
 MAX_NAME_CHARS = 253
 HASH_CHARS = 16
 MAX_INSTANCE_CHARS = 128
-TOKEN_REFRESH_SECONDS = 60.0
-RETRIES = 3
-BACKOFF_SECONDS = 0.5
-TIMEOUT_SECONDS = 10.0
 DRAIN_SECONDS = 5.0
 LIMITED_LOG_SECONDS = 60.0
+_POSTING = Posting()
 
 
 @dataclass(frozen=True, slots=True)
@@ -115,50 +113,8 @@ def event_body(item: Pending, instance: str) -> dict[str, Any]:
     }
 
 
-class TokenFile:
-    """A bearer token read from a file and read again once ``refresh_seconds`` have passed (the kubelet
-    rewrites a projected token well before it expires). A failed re-read keeps the last token."""
-
-    def __init__(
-        self,
-        path: Path,
-        refresh_seconds: float = TOKEN_REFRESH_SECONDS,
-        clock: Callable[[], float] = time.monotonic,
-    ) -> None:
-        self._path = path
-        self._refresh = refresh_seconds
-        self._clock = clock
-        self._token = ""
-        self._read_at = 0.0
-
-    def get(self) -> str:
-        """The token; raises ``OSError`` only when it was never read."""
-        now = self._clock()
-        if self._token and now - self._read_at < self._refresh:
-            return self._token
-        try:
-            token = self._path.read_text().strip()
-        except OSError:
-            if self._token:
-                return self._token
-            raise
-        self._token, self._read_at = token, now
-        return token
-
-
 def _instance() -> str:
     return socket.gethostname()[:MAX_INSTANCE_CHARS] or COMPONENT
-
-
-@dataclass(frozen=True, slots=True)
-class Posting:
-    """How Events are posted: retries of 5xx and connection errors with exponential back-off, each request's
-    time limit, and how often the token file is read again."""
-
-    retries: int = RETRIES
-    backoff_seconds: float = BACKOFF_SECONDS
-    timeout_seconds: float = TIMEOUT_SECONDS
-    token_refresh_seconds: float = TOKEN_REFRESH_SECONDS
 
 
 @dataclass(frozen=True)
@@ -180,16 +136,14 @@ class EventRecorder:
         bounds: Bounds = Bounds(),
         instance: str = "",
         transport: httpx.AsyncBaseTransport | None = None,
-        posting: Posting = Posting(),
+        posting: Posting = _POSTING,
     ) -> None:
         self.access = access
         self._count = count
         self._queue: asyncio.Queue[Pending] = asyncio.Queue(maxsize=bounds.queue_size)
         self._instance = instance or _instance()
-        self._transport = transport
-        self._posting = posting
-        self._token = TokenFile(access.token_file, posting.token_refresh_seconds)
-        self._client: httpx.AsyncClient | None = None
+        self._posting, self._transport = posting, transport
+        self._poster: Poster | None = None
         self._task: asyncio.Task[None] | None = None
         self._dropping = False
         self._budget = bounds.budget
@@ -223,14 +177,8 @@ class EventRecorder:
         return self._queue.qsize()
 
     async def start(self) -> None:
-        ca = self.access.ca_file
-        verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=str(ca)) if ca else True
-        self._client = httpx.AsyncClient(
-            base_url=self.access.server,
-            verify=verify,
-            timeout=self._posting.timeout_seconds,
-            transport=self._transport,
-        )
+        self._poster = Poster(_connection(self.access), self._posting, self._transport)
+        self._poster.start()
         self._task = asyncio.create_task(self._run(), name="event-recorder")
 
     async def drain(self) -> None:
@@ -245,9 +193,9 @@ class EventRecorder:
             self._task.cancel()
             await asyncio.gather(self._task, return_exceptions=True)
             self._task = None
-        if self._client is not None:
-            await self._client.aclose()
-            self._client = None
+        if self._poster is not None:
+            await self._poster.close()
+            self._poster = None
 
     async def _run(self) -> None:
         while True:
@@ -261,33 +209,15 @@ class EventRecorder:
                 self._queue.task_done()
 
     async def _post(self, item: Pending) -> str:
-        """Post one Event, retrying 5xx answers and connection errors; its result for the metric."""
-        assert self._client is not None
+        """Post one Event (retried by the poster); its result for the metric."""
+        assert self._poster is not None
         body = orjson.dumps(event_body(item, self._instance))
-        url = f"/api/v1/namespaces/{quote(item.namespace, safe='')}/events"
-        problem = ""
-        for attempt in range(self._posting.retries + 1):
-            if attempt:
-                await asyncio.sleep(self._posting.backoff_seconds * 2 ** (attempt - 1))
-            try:
-                token = self._token.get()
-            except OSError as err:
-                return self._failed(item, f"token file unreadable: {err.strerror}")
-            headers = {"Authorization": f"Bearer {token}", "Content-Type": "application/json"}
-            try:
-                response = await self._client.post(url, content=body, headers=headers)
-            except httpx.TransportError as err:
-                problem = f"connection error: {type(err).__name__}"
-                continue
-            status = response.status_code
-            if status < 300:
-                return "posted"
-            if status == 409:
-                return "duplicate"
-            problem = f"HTTP {status}"
-            if status < 500:
-                break
-        return self._failed(item, problem)
+        posted = await self._poster.post(f"/api/v1/namespaces/{quote(item.namespace, safe='')}/events", body)
+        if posted.status is not None and posted.status < 300:
+            return "posted"
+        if posted.status == 409:
+            return "duplicate"
+        return self._failed(item, posted.problem)
 
     def _failed(self, item: Pending, problem: str) -> str:
         logs.event(
@@ -300,3 +230,10 @@ class EventRecorder:
             problem=problem,
         )
         return "failed"
+
+
+def _connection(access: EventsAccess) -> Connection:
+    """The hook's own connection: the service account's token file, the cluster's CA (or the system's)."""
+    ca = access.ca_file
+    verify: ssl.SSLContext | bool = ssl.create_default_context(cafile=str(ca)) if ca else True
+    return Connection(access.server, "in-cluster", "", verify, token_file=access.token_file)

@@ -55,8 +55,8 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, namespace_help: str) 
 
 def run(args: argparse.Namespace) -> int:
     from app.cli.doctor.checks import CHECKS, diagnose
-    from app.cli.doctor.client import CannotRead
     from app.cli.doctor.kubeconfig import KubeconfigError
+    from app.cluster.reads import CannotRead
 
     if args.list_checks:
         for entry in CHECKS:
@@ -78,11 +78,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def _snapshot(args: argparse.Namespace) -> Snapshot:
-    from app.cli.doctor.client import Reader
     from app.cli.doctor.gather import gather
     from app.cli.doctor.kubeconfig import load
     from app.cli.doctor.snapshot import Snapshot
-    from app.cli.doctor.untrusted import parse_json, read_file
+    from app.cluster.reads import Reader
+    from app.cluster.untrusted import parse_json, read_file
     from app.kube.depth import MAX_DEPTH
 
     if args.load:

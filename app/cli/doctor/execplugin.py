@@ -19,7 +19,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import IO, Any
 
-from app.cli.doctor.untrusted import Hostile, bearer_token
+from app.cluster.tokens import bearer_token
+from app.cluster.untrusted import Hostile
 
 EXEC_API_VERSIONS = ("client.authentication.k8s.io/v1", "client.authentication.k8s.io/v1beta1")
 _EXEC_TIMEOUT_SECONDS = 120.0

@@ -1,4 +1,4 @@
-"""Every read the doctor makes, in one place: GET only, through ``client.Reader``, into a ``Snapshot``."""
+"""Every read the doctor makes, in one place: GET only, through ``app.cluster.reads``, into a ``Snapshot``."""
 
 from __future__ import annotations
 
@@ -7,11 +7,11 @@ from typing import Any
 from app.api.types import API_VERSION
 from app.children.podgroup import SCHEDULER_PLUGINS_GROUP_LABEL, VOLCANO_GROUP_ANNOTATION
 from app.cli.doctor import shapes
-from app.cli.doctor.client import CannotRead, Read, Reader
 from app.cli.doctor.shapes import MPIJOB, Required
 from app.cli.doctor.snapshot import Snapshot, newest_launcher_pod
-from app.cli.doctor.untrusted import Hostile
 from app.cli.terminal import printable
+from app.cluster.reads import CannotRead, Read, Reader
+from app.cluster.untrusted import Hostile
 from app.kube import names
 from app.kube.gang import PODGROUP_API_VERSIONS
 from app.kube.gang import RESOURCE as PODGROUPS

@@ -1,12 +1,16 @@
-"""The user's kubeconfig, read as kubectl reads it, into what an HTTPS client needs.
+"""The user's kubeconfig, read as kubectl reads it, into a ``Connection`` (``app/cluster``): an adapter over
+lightkube's kubeconfig models, which build the TLS context (CA and client certificate, from files or data,
+or ``insecure-skip-tls-verify``). What lightkube does not do as kubectl does stays here.
 
 Where: ``--kubeconfig``, else ``$KUBECONFIG`` (a list of files: the first file that names a cluster, user
-or context wins, as kubectl merges them), else ``~/.kube/config``, else the Pod's service account when
-running inside a cluster. Which: ``--context``, else ``current-context``. What is supported: the server and
-its CA (file or data), ``insecure-skip-tls-verify``, ``tls-server-name``, ``proxy-url``; the user's token
-(or ``tokenFile``), client certificate and key (files or data), username and password, and exec
-credential plugins (``execplugin.py``). ``auth-provider`` (removed from kubectl in 1.26) is refused with the
-plugin to use instead. Relative paths are relative to the file that holds them.
+or context wins, as kubectl merges them; lightkube reads one file), else ``~/.kube/config``, else the Pod's
+service account when running inside a cluster. Which: ``--context``, else ``current-context``. What is
+supported: the server and its CA (file or data), ``insecure-skip-tls-verify``, ``tls-server-name``,
+``proxy-url``; the user's token (or ``tokenFile``), client certificate and key (files or data), username and
+password, and exec credential plugins (``execplugin.py``: lightkube runs only v1alpha1 and v1beta1 plugins,
+unbounded, without ``KUBERNETES_EXEC_INFO``, ``interactiveMode`` or client-go's path rule).
+``auth-provider`` (removed from kubectl in 1.26) is refused with the plugin to use instead. Relative paths
+are relative to the file that holds them.
 
 A kubeconfig is read as hostile: every file it names is read bounded, a token must be visible ASCII, and no
 error quotes a credential or anything read from a file that holds one (it names the file and the problem).
@@ -17,40 +21,29 @@ from __future__ import annotations
 import base64
 import os
 import ssl
-import tempfile
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from app.cli.doctor import execplugin
-from app.cli.doctor.untrusted import Hostile, bearer_token, read_file
-from app.cli.yamlio import InputError, load_one_text
+from lightkube.config import client_adapter
+from lightkube.config.models import Cluster, User
 
-_SERVICE_ACCOUNT = Path("/var/run/secrets/kubernetes.io/serviceaccount")
-# Bounds on the files a kubeconfig names: a token is a few hundred bytes to a few KiB (a JWT with many
-# claims), a PEM bundle a few KiB to a few hundred; a kubeconfig itself, some KiB per cluster.
-TOKEN_FILE_BYTES = 8 * 1024
+from app.cli.doctor import execplugin
+from app.cli.yamlio import InputError, load_one_text
+from app.cluster.connection import Connection
+from app.cluster.tokens import bearer_token, read_token
+from app.cluster.untrusted import Hostile, read_file
+from app.settings import SERVICE_ACCOUNT_DIR
+
+# Bounds on the files a kubeconfig names: a PEM bundle is a few KiB to a few hundred; a kubeconfig itself,
+# some KiB per cluster (a token file's bound is the shared one, app/cluster/tokens.py).
 _PEM_FILE_BYTES = 1024 * 1024
 _KUBECONFIG_BYTES = 16 * 1024 * 1024
 
 
 class KubeconfigError(Exception):
     """The kubeconfig cannot be used; the message says which file, context or field, never a credential."""
-
-
-@dataclass(frozen=True)
-class Connection:
-    """How to reach one API server as one user."""
-
-    server: str
-    context: str
-    namespace: str
-    verify: ssl.SSLContext | bool
-    headers: Mapping[str, str] = field(default_factory=dict, repr=False)
-    proxy: str | None = None
-    # tls-server-name: the name the server's certificate is checked against, when not the URL's host.
-    server_name: str | None = None
 
 
 @dataclass
@@ -213,8 +206,7 @@ def _token(user: dict[str, Any], directory: Path, context: str) -> str | None:
         return bearer_token(inline, f"context {context!r}: the user's token")
     if not path:
         return None
-    file = _path(path, directory, "tokenFile")
-    return bearer_token(read_file(file, TOKEN_FILE_BYTES, "tokenFile"), f"tokenFile {file}")
+    return read_token(_path(path, directory, "tokenFile"), "tokenFile")
 
 
 def _path(value: Any, directory: Path, key: str) -> Path:
@@ -254,49 +246,47 @@ def _exec_plugin(
 
 
 def _tls(cluster: dict[str, Any], directory: Path, cert: tuple[bytes, bytes] | None) -> ssl.SSLContext | bool:
+    """lightkube's context for the cluster and the client certificate. Every file was read here first,
+    bounded, and is handed over as data (lightkube would read a FIFO or ``/dev/zero`` unbounded)."""
     if str(cluster.get("server", "")).startswith("http://"):
         return False
-    if cluster.get("insecure-skip-tls-verify"):
-        context = ssl.create_default_context()
-        context.check_hostname = False
-        context.verify_mode = ssl.CERT_NONE
-    else:
-        context = _verifying(_pem(cluster, "certificate-authority", directory))
-    if cert is not None:
-        _load_client_cert(context, *cert)
-    return context
-
-
-def _verifying(ca: bytes | None) -> ssl.SSLContext:
-    """A context that checks the server against ``ca``; no CA given: the system's, as kubectl."""
+    insecure = bool(cluster.get("insecure-skip-tls-verify"))
+    ca = None if insecure else _pem(cluster, "certificate-authority", directory)
+    server = Cluster(certificate_auth_data=_base64(ca), insecure=insecure)
     try:
-        return ssl.create_default_context(cadata=ca.decode("ascii") if ca else None)
+        context = client_adapter.verify_cluster(server, User(), _no_files)
     except (ssl.SSLError, ValueError) as err:
         why = err.reason if isinstance(err, ssl.SSLError) else "not PEM text"
         raise KubeconfigError(f"the cluster's certificate-authority cannot be used ({why})") from None
-
-
-def _load_client_cert(context: ssl.SSLContext, cert: bytes, key: bytes) -> None:
-    """ssl reads a certificate chain from files only: write them to a private directory, load, delete."""
-    with tempfile.TemporaryDirectory(prefix="mpijob-doctor-") as directory:
-        cert_file, key_file = Path(directory) / "cert.pem", Path(directory) / "key.pem"
-        for file, data in ((cert_file, cert), (key_file, key)):
-            file.touch(mode=0o600)
-            file.write_bytes(data)
+    if cert is not None:
+        user = User(client_cert_data=_base64(cert[0]), client_key_data=_base64(cert[1]))
+        files = client_adapter.user_cert(user, _no_files)
+        assert files is not None
         try:
-            context.load_cert_chain(cert_file, key_file)
+            context.load_cert_chain(*files)
         except ssl.SSLError as err:
             raise KubeconfigError(f"the client certificate or key cannot be used ({err.reason})") from None
+    return context
+
+
+def _base64(data: bytes | None) -> str | None:
+    return base64.b64encode(data).decode() if data else None
+
+
+def _no_files(name: Any) -> Any:
+    raise AssertionError(f"every file was read by the adapter: {name}")
 
 
 def _in_cluster(environ: Mapping[str, str]) -> Connection:
-    """The Pod's service account, as client-go's in-cluster configuration."""
+    """The Pod's service account, as client-go's in-cluster configuration: its token read again as the
+    kubelet rotates it, its CA, its namespace."""
     host, port = environ["KUBERNETES_SERVICE_HOST"], environ.get("KUBERNETES_SERVICE_PORT", "443")
-    token_file = _SERVICE_ACCOUNT / "token"
-    token = bearer_token(read_file(token_file, TOKEN_FILE_BYTES, "token"), f"token {token_file}")
-    namespace = read_file(_SERVICE_ACCOUNT / "namespace", 256, "namespace").decode(errors="replace").strip()
-    context = ssl.create_default_context(cafile=str(_SERVICE_ACCOUNT / "ca.crt"))
-    host = f"[{host}]" if ":" in host else host
-    return Connection(
-        f"https://{host}:{port}", "in-cluster", namespace, context, {"Authorization": f"Bearer {token}"}
+    token_file = SERVICE_ACCOUNT_DIR / "token"
+    read_token(token_file, "token")  # refused now, not at the first request
+    namespace = (
+        read_file(SERVICE_ACCOUNT_DIR / "namespace", 256, "namespace").decode(errors="replace").strip()
     )
+    cluster = Cluster(certificate_auth=str(SERVICE_ACCOUNT_DIR / "ca.crt"))
+    context = client_adapter.verify_cluster(cluster, User(), lambda name: name)
+    host = f"[{host}]" if ":" in host else host
+    return Connection(f"https://{host}:{port}", "in-cluster", namespace, context, token_file=token_file)

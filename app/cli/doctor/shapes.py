@@ -15,7 +15,7 @@ from typing import Any
 import msgspec
 import orjson
 
-from app.cli.doctor.untrusted import Hostile
+from app.cluster.untrusted import Hostile
 from app.kube.request import ObservedLauncherJob, ObservedPod
 
 

@@ -17,8 +17,9 @@ from typing import Any
 import pytest
 
 from app.cli.doctor import execplugin
-from app.cli.doctor.client import CannotRead, Reader
-from app.cli.doctor.kubeconfig import Connection, KubeconfigError, load
+from app.cli.doctor.kubeconfig import KubeconfigError, load
+from app.cluster.connection import Connection
+from app.cluster.reads import CannotRead, Reader
 from tests.support import doctor_api
 from tests.support.doctor_api import Api, Serving, doctor, kubeconfig
 

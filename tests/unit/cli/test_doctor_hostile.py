@@ -18,10 +18,10 @@ from typing import Any
 import pytest
 
 from app.cli.doctor.checks import diagnose
-from app.cli.doctor.client import CannotRead, Read, Reader
-from app.cli.doctor.kubeconfig import Connection
 from app.cli.doctor.snapshot import Snapshot
-from app.cli.doctor.untrusted import Hostile
+from app.cluster.connection import Connection
+from app.cluster.reads import CannotRead, Read, Reader
+from app.cluster.untrusted import Hostile
 from tests.support import doctor_api
 from tests.support.doctor_api import (
     EVENTS,

@@ -1,6 +1,6 @@
-"""The doctor's kubeconfig reader (app/cli/doctor/kubeconfig.py): files merged as kubectl merges them,
-contexts, CA and client certificates from files or data, tokens, exec credential plugins run for real,
-clear refusals.
+"""The doctor's kubeconfig reader (app/cli/doctor/kubeconfig.py, over lightkube's models): files merged as
+kubectl merges them, contexts, CA and client certificates from files or data, tokens, exec credential plugins
+run for real as client-go runs them, the Pod's service account, clear refusals.
 
 The real node (tests/node/test_node_doctor.py) reads a real API server with a client-certificate kubeconfig
 and with an exec plugin that gives a service account's token.
@@ -16,10 +16,13 @@ import sys
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import yaml
 
+from app.cli.doctor import kubeconfig
 from app.cli.doctor.kubeconfig import KubeconfigError, load
+from app.cluster.connection import sync_client
 from tests.e2e.pki import Pki, make_pki
 
 
@@ -195,3 +198,67 @@ def test_refusals_name_the_file_context_or_field(tmp_path: Path) -> None:
         load(str(tmp_path / "missing"))
     with pytest.raises(KubeconfigError, match="no kubeconfig"):
         load(environ={"HOME": str(tmp_path / "empty")})
+
+
+def test_a_ca_file_that_is_a_device_is_not_read(tmp_path: Path) -> None:
+    """lightkube hands the path to ssl unread; the adapter reads it first, bounded, and refuses a device."""
+    cluster = {"server": "https://127.0.0.1:6443", "certificate-authority": "/dev/zero"}
+    config = _config({"c": cluster}, {"u": {"token": "t"}}, {"x": {"cluster": "c", "user": "u"}}, "x")
+    with pytest.raises(KubeconfigError, match="certificate-authority /dev/zero: not a regular file"):
+        load(str(_write(tmp_path / "config", config)))
+
+
+def test_a_v1beta1_exec_plugin_is_told_its_own_api_version(tmp_path: Path) -> None:
+    credential = {"apiVersion": "client.authentication.k8s.io/v1beta1", "status": {"token": "b3ta"}}
+    config = _exec_config(tmp_path, _plugin(tmp_path, credential))
+    text = config.read_text().replace(
+        "client.authentication.k8s.io/v1\n", "client.authentication.k8s.io/v1beta1\n"
+    )
+    connection = load(str(_write(config, text)))
+    assert connection.headers == {"Authorization": "Bearer b3ta"}
+    info = json.loads(json.loads((tmp_path / "seen.json").read_text())["KUBERNETES_EXEC_INFO"])
+    assert info["apiVersion"] == "client.authentication.k8s.io/v1beta1" and "cluster" not in info["spec"]
+
+
+def test_in_a_pod_the_service_accounts_token_is_read_again_as_it_rotates(
+    tmp_path: Path, pki: Pki, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    account = tmp_path / "serviceaccount"
+    account.mkdir()
+    (account / "token").write_text("first-token\n")
+    (account / "namespace").write_text("ml")
+    (account / "ca.crt").write_bytes(pki.ca_cert.read_bytes())
+    monkeypatch.setattr(kubeconfig, "SERVICE_ACCOUNT_DIR", account)
+    environ = {"KUBERNETES_SERVICE_HOST": "fd00::1", "KUBERNETES_SERVICE_PORT": "6443", "HOME": str(tmp_path)}
+    connection = load(environ=environ)
+    assert (connection.server, connection.namespace, connection.headers) == (
+        "https://[fd00::1]:6443",
+        "ml",
+        {},
+    )
+    assert (
+        isinstance(connection.verify, ssl.SSLContext) and connection.verify.verify_mode == ssl.CERT_REQUIRED
+    )
+    seen: list[str] = []
+
+    def answer(request: httpx.Request) -> httpx.Response:
+        seen.append(request.headers["Authorization"])
+        return httpx.Response(200, json={})
+
+    with sync_client(connection, httpx.MockTransport(answer), token_refresh=0) as client:
+        client.get("/api")
+        (account / "token").write_text("rotated-token")
+        client.get("/api")
+    assert seen == ["Bearer first-token", "Bearer rotated-token"]
+
+
+def test_in_a_pod_a_token_that_is_not_one_is_refused_unechoed(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    (tmp_path / "token").write_text("a\x1bb")
+    monkeypatch.setattr(kubeconfig, "SERVICE_ACCOUNT_DIR", tmp_path)
+    with pytest.raises(
+        KubeconfigError, match=r"token .*token: not a valid bearer token \(contains control"
+    ) as e:
+        load(environ={"KUBERNETES_SERVICE_HOST": "10.0.0.1", "HOME": str(tmp_path)})
+    assert "a\x1bb" not in str(e.value)

@@ -1,4 +1,4 @@
-"""What ``mpijob doctor`` asks the API server for (app/cli/doctor/client.py, gather.py), against an API server
+"""What ``mpijob doctor`` asks the API server for (app/cluster/reads.py, gather.py), against an API server
 played by httpx's MockTransport from recorded objects: GET only, the Secret as metadata only (and its data
 dropped should a server send it anyway), a refusal named by its permission, PodGroup APIs that are not
 served or not readable skipped unless the job's Pods use a PodGroup. The real node reads a real one.
@@ -14,10 +14,10 @@ from typing import Any
 import httpx
 import pytest
 
-from app.cli.doctor.client import CannotRead, Reader
 from app.cli.doctor.gather import gather
-from app.cli.doctor.kubeconfig import Connection
 from app.cli.doctor.snapshot import Snapshot
+from app.cluster.connection import Connection
+from app.cluster.reads import CannotRead, Reader
 from tests.support import paths
 
 FIXTURES = paths.FIXTURES / "doctor"

@@ -24,6 +24,7 @@ import pytest
 
 from app.cli import replay_io
 from app.cli.replay import MAX_TIMEOUT
+from app.cluster.tokens import TOKEN_FILE_BYTES
 from app.settings import Settings
 from tests.support import served
 from tests.support.paths import ROOT
@@ -269,7 +270,7 @@ def test_the_documented_bounds_are_the_codes() -> None:
     assert f"over {replay_io.MAX_BYTES >> 20} MiB (the hook's default `MPI_OPERATOR_MAX_BODY_BYTES`)" in text
     assert f"An answer over {replay_io.MAX_BYTES >> 20} MiB" in text
     assert f"JSON nested deeper than {replay_io.MAX_JSON_DEPTH} levels" in text
-    assert f"at most {MAX_TIMEOUT:g})" in text and f"up to {replay_io.MAX_TOKEN_BYTES >> 10} KiB" in text
+    assert f"at most {MAX_TIMEOUT:g})" in text and f"up to {TOKEN_FILE_BYTES >> 10} KiB" in text
     assert f"at most {replay_io.LINE_CHARS} characters long" in text
 
 
@@ -373,10 +374,10 @@ def test_a_bad_timeout_exits_2(tmp_path: Path, value: str) -> None:
 @pytest.mark.parametrize(
     ("content", "message"),
     [
-        (b"\xff\xfesecret\x00\x80", "is not a bearer token"),
-        (b"secret with spaces", "is not a bearer token"),
-        (b"secret" * 2000, "holds more than 8192 bytes"),
-        (b"  \n", "is empty"),
+        (b"\xff\xfesecret\x00\x80", "not a valid bearer token (contains control characters)"),
+        (b"secret with spaces", "not a valid bearer token (contains characters other than visible ASCII)"),
+        (b"secret" * 2000, "larger than 8192 bytes"),
+        (b"  \n", "empty"),
     ],
     ids=["binary", "spaces", "too-long", "empty"],
 )

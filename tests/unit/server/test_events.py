@@ -23,6 +23,7 @@ import orjson
 import pytest
 import uvicorn
 
+from app.cluster.tokens import TokenFile
 from app.core.intents import Event, Milestone
 from app.core.sync import Outcome, SyncResult
 from app.kube.keys import SeededKeys
@@ -33,7 +34,6 @@ from app.server.events import (
     EventRecorder,
     Pending,
     Posting,
-    TokenFile,
     event_body,
     event_name,
 )

@@ -1,4 +1,4 @@
-"""Read-only access to the API server: GET, and nothing else.
+"""Read-only access to the API server, for ``mpijob doctor``: GET, and nothing else.
 
 Every read names its verb and resource, so a refusal tells the user exactly which permission is missing
 (``get pods/log in namespace ml``). A Secret is read as ``PartialObjectMetadata``: its data never leaves the
@@ -14,12 +14,10 @@ from typing import Any
 
 import httpx
 
-from app.cli.doctor.kubeconfig import Connection
-from app.cli.doctor.untrusted import Hostile, parse_json
+from app.cluster.connection import SOCKET_TIMEOUT_SECONDS, BadConnection, Connection, extensions, sync_client
+from app.cluster.untrusted import Hostile, parse_json
 
 _METADATA_ONLY = "application/json;as=PartialObjectMetadata;g=meta.k8s.io;v=v1,application/json"
-# Connecting, and each read of the socket.
-_TIMEOUT_SECONDS = 30.0
 # One answer, from the request to its last byte: a server that trickles its answer cannot hold the doctor.
 DEADLINE_SECONDS = 60.0
 # One answer's bytes (decompressed). The largest answer is a page of Pods (``items`` asks for pages of 500):
@@ -74,25 +72,13 @@ class Reader:
         limit: int = MAX_ANSWER_BYTES,
     ) -> None:
         self._server = connection.server
-        # Each header value and its credential alone (``Bearer <token>``'s token): never in a message.
-        values = connection.headers.values()
-        self._secrets = [part for value in values for part in {value, value.rpartition(" ")[2]} if part]
-        _sendable(connection.headers)
-        extensions = {"sni_hostname": connection.server_name} if connection.server_name else None
-        self._extensions = extensions or {}
+        self._secrets = connection.secrets
+        self._extensions = extensions(connection)
         self._deadline, self._limit = deadline, limit
         try:
-            self._client = httpx.Client(
-                base_url=connection.server,
-                verify=connection.verify,
-                headers=dict(connection.headers),
-                proxy=connection.proxy,
-                timeout=min(_TIMEOUT_SECONDS, deadline),
-                transport=transport,
-            )
-            self._client.build_request("GET", "/")
-        except (httpx.InvalidURL, ValueError, TypeError):
-            raise CannotRead("the kubeconfig's server or proxy-url is not a usable URL") from None
+            self._client = sync_client(connection, transport, timeout=min(SOCKET_TIMEOUT_SECONDS, deadline))
+        except BadConnection as err:
+            raise CannotRead(str(err)) from None
 
     def close(self) -> None:
         self._client.close()
@@ -193,8 +179,8 @@ class Reader:
                     if stop.is_set():
                         return
                 outcome.append(_Answer(response.status_code, response.reason_phrase, bytes(body)))
-        except CannotRead as err:
-            outcome.append(err)
+        except (CannotRead, Hostile) as err:
+            outcome.append(err if isinstance(err, CannotRead) else CannotRead(str(err)))
         except httpx.HTTPError as err:
             outcome.append(CannotRead(f"cannot reach the API server at {self._server}: {self._why(err)}"))
         except Exception as err:
@@ -206,18 +192,13 @@ class Reader:
         if isinstance(err, httpx.LocalProtocolError):
             return "the request could not be sent (LocalProtocolError)"
         if isinstance(err, httpx.TimeoutException):
-            return f"no answer within {min(_TIMEOUT_SECONDS, self._deadline):g} s ({type(err).__name__})"
+            return (
+                f"no answer within {min(SOCKET_TIMEOUT_SECONDS, self._deadline):g} s ({type(err).__name__})"
+            )
         text = str(err) or type(err).__name__
         for secret in self._secrets:
             text = text.replace(secret, "[redacted]")
         return text
-
-
-def _sendable(headers: Mapping[str, str]) -> None:
-    """Refuse a header value HTTP cannot carry before it is sent (httpx's error would quote it)."""
-    for name, value in headers.items():
-        if not all(" " <= char <= "~" for char in value):
-            raise CannotRead(f"the kubeconfig's {name} header holds characters HTTP cannot carry")
 
 
 def _message(answer: _Answer) -> str:
