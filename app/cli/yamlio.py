@@ -18,9 +18,9 @@ from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 from yaml.composer import Composer, ComposerError
@@ -50,27 +50,67 @@ class DuplicateKeyError(yaml.MarkedYAMLError):
 
 class _UniqueKeys(SafeConstructor):
     """``yaml.SafeLoader``'s constructor, refusing a key written twice in one mapping (merge keys ``<<``
-    may still be overridden, as YAML intends)."""
+    may still be overridden, as YAML intends).
 
-    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
-        seen: dict[Any, yaml.Node] = {}
-        for key_node, _ in node.value:
-            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
-                continue
-            key = self.construct_object(key_node)
-            first = seen.setdefault(key, key_node) if _hashable(key) else key_node
-            if first is not key_node:
-                raise DuplicateKeyError(
-                    problem=f'duplicate key "{str(key)[:64]}": first at line {first.start_mark.line + 1},'
-                    f" again at line {key_node.start_mark.line + 1}",
-                    problem_mark=key_node.start_mark,
-                )
-        if any(key.tag == "tag:yaml.org,2002:merge" for key, _ in node.value):
-            # Merging rewrites the node's entries; a copy keeps them as written, for ``Document.line_of``.
-            node = yaml.MappingNode(
-                node.tag, list(node.value), node.start_mark, node.end_mark, node.flow_style
+    What manifests are made of (mappings with distinct string keys, lists, strings) is built by
+    ``_build`` in one short recursive function, about three times faster than PyYAML's general machinery
+    (generators, state per node); anything else (numbers, booleans, merges, other tags, a key written
+    twice) goes to that machinery, which decides as ``yaml.safe_load`` does."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        try:
+            return self._build(node, {}, 0)
+        finally:
+            self.constructed_objects, self.recursive_objects, self.state_generators = {}, {}, []
+
+    def _build(self, node: yaml.Node, built: dict[int, Any], depth: int) -> Any:
+        """``node`` as data; ``built`` holds each container already built, so an alias (a node met twice)
+        is the same object, as PyYAML makes it. ``depth``: the containers around ``node``; one deeper than
+        ``MAX_DEPTH`` is refused here, where no bounds check ran before composing."""
+        kind, tag = type(node), node.tag
+        if kind is yaml.ScalarNode:
+            return node.value if tag == _STR else self.construct_object(node, deep=True)
+        key = id(node)
+        if key in built:
+            return built[key]
+        if depth >= MAX_DEPTH:
+            raise ComposerError(problem=TOO_DEEP, problem_mark=node.start_mark)
+        data: Any
+        if kind is yaml.MappingNode and tag == _MAP and _plain_distinct_keys(node):
+            data = built[key] = {}
+            for key_node, value_node in node.value:
+                data[key_node.value] = self._build(value_node, built, depth + 1)
+        elif kind is yaml.SequenceNode and tag == _SEQ:
+            data = built[key] = []
+            data.extend(self._build(item, built, depth + 1) for item in node.value)
+        else:
+            _within_depth(node, depth)  # PyYAML's machinery recurses: it gets bounded trees only
+            data = built[key] = self.construct_object(node, deep=True)
+        return data
+
+
+def _within_depth(node: yaml.Node, depth: int) -> None:
+    """Refuses a tree under ``node`` (itself ``depth`` containers deep) that nests deeper than ``MAX_DEPTH``,
+    walking it with a list, not recursion."""
+    pending = [(node, depth)]
+    while pending:
+        node, depth = pending.pop()
+        if isinstance(node, yaml.CollectionNode):
+            if depth >= MAX_DEPTH:
+                raise ComposerError(problem=TOO_DEEP, problem_mark=node.start_mark)
+            items = (
+                node.value if isinstance(node, yaml.SequenceNode) else (n for kv in node.value for n in kv)
             )
-        return super().construct_mapping(node, deep=deep)
+            pending += ((item, depth + 1) for item in items)
+
+
+def _plain_distinct_keys(node: yaml.MappingNode) -> bool:
+    """Every key a string scalar (so written as it is constructed, and no merge key) and no two the same."""
+    keys = {key.value for key, _ in node.value if type(key) is yaml.ScalarNode and key.tag == _STR}
+    return len(keys) == len(node.value)
+
+
+_STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
 
 
 def _hashable(value: Any) -> bool:
@@ -81,98 +121,133 @@ def _hashable(value: Any) -> bool:
     return True
 
 
-class _BoundedComposer(Composer):
-    """PyYAML's composer, measuring as it goes: each open container's nodes and height (itself included)
-    and, once composed, each anchored node's, so an alias costs what it would expand to."""
+class _Bounds:
+    """Walks a file's events once, before anything is composed, measuring what composing would build: each
+    open container's nodes and height (itself included) and, once closed, each anchored node's, so an alias
+    costs what it would expand to. A loop over events, not recursion, so a hostile file cannot exhaust the
+    stack here; the composers that run afterwards (libyaml's in C, PyYAML's in Python) see only files within
+    ``MAX_DEPTH``."""
 
     def __init__(self) -> None:
-        super().__init__()
-        self._frames: list[list[int]] = [[0, 0]]  # [nodes, height] per open container, a root first
-        self._anchored: dict[str, tuple[int, int]] = {}
         self._aliased = 0
 
-    if TYPE_CHECKING:  # the parser's, later in the loaders' bases
+    def check(self, parser: Any) -> None:
+        """Every event of ``parser`` (libyaml's or PyYAML's), to the end of its stream."""
+        frames: list[list[Any]] = [[0, 0, None]]  # [nodes, height, anchor] per open container, a root first
+        anchored: dict[str, tuple[int, int]] = {}
+        next_event = parser.get_event
+        while True:
+            event = next_event()
+            kind = type(event)
+            if kind is yaml.ScalarEvent:
+                nodes, height = 1, 0
+                if event.anchor is not None:
+                    anchored[event.anchor] = (1, 0)
+            elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+                frames.append([1, 1, event.anchor])
+                if len(frames) - 1 > MAX_DEPTH:
+                    raise ComposerError(problem=TOO_DEEP, problem_mark=event.start_mark)
+                continue
+            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+                nodes, height, anchor = frames.pop()
+                if anchor is not None:
+                    anchored[anchor] = (nodes, height)
+            elif kind is yaml.AliasEvent:
+                nodes, height = self._alias(event, frames, anchored)
+            elif kind is yaml.DocumentStartEvent:
+                frames, anchored = [[0, 0, None]], {}
+                continue
+            elif kind is yaml.StreamEndEvent or event is None:
+                return
+            else:
+                continue
+            frame = frames[-1]
+            frame[0] += nodes
+            if height >= frame[1]:
+                frame[1] = height + 1
 
-        def peek_event(self) -> yaml.NodeEvent: ...
-
-    def compose_document(self) -> yaml.Node | None:
-        self._frames, self._anchored = [[0, 0]], {}
-        return super().compose_document()
-
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
-        event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent):
-            node = super().compose_node(parent, index)  # an undefined alias is refused there
-            nodes, height = self._alias(event)
-        else:
-            container = isinstance(event, yaml.CollectionStartEvent)
-            if container:
-                self._frames.append([1, 1])
-                if len(self._frames) - 1 > MAX_DEPTH:
-                    raise ComposerError(problem=TOO_DEEP, problem_mark=_mark(event))
-            node = super().compose_node(parent, index)
-            nodes, height = self._frames.pop() if container else (1, 0)
-            if event.anchor is not None:
-                self._anchored[event.anchor] = (nodes, height)
-        frame = self._frames[-1]
-        frame[0] += nodes
-        frame[1] = max(frame[1], height + 1)
-        return node
-
-    def _alias(self, event: yaml.AliasEvent) -> tuple[int, int]:
-        found = self._anchored.get(str(event.anchor))
+    def _alias(
+        self, event: yaml.AliasEvent, frames: list[list[Any]], anchored: dict[str, tuple[int, int]]
+    ) -> tuple[int, int]:
+        name = str(event.anchor)
+        found = anchored.get(name)
         if found is None:
-            problem = f"alias *{event.anchor} is inside its own anchor (a document that contains itself)"
-            raise ComposerError(problem=problem, problem_mark=_mark(event))
+            if any(frame[2] == name for frame in frames):
+                problem = f"alias *{name} is inside its own anchor (a document that contains itself)"
+            else:
+                problem = f"found undefined alias {name!r}"
+            raise ComposerError(problem=problem, problem_mark=event.start_mark)
         nodes, height = found
-        if len(self._frames) - 1 + height > MAX_DEPTH:
-            raise ComposerError(problem=TOO_DEEP, problem_mark=_mark(event))
+        if len(frames) - 1 + height > MAX_DEPTH:
+            raise ComposerError(problem=TOO_DEEP, problem_mark=event.start_mark)
         self._aliased += nodes
         if self._aliased > MAX_ALIASED_NODES:
             problem = f"aliases expand to more than {MAX_ALIASED_NODES:,} nodes"
-            raise ComposerError(problem=problem, problem_mark=_mark(event))
+            raise ComposerError(problem=problem, problem_mark=event.start_mark)
         return nodes, height
 
 
-def _mark(event: yaml.Event) -> Any:
-    """Where an event starts: PyYAML's mark, or libyaml's (the same fields)."""
-    return event.start_mark
+class _CachedResolver(Resolver):
+    """PyYAML's resolver, remembering each plain scalar's tag: a file of many jobs writes the same values
+    (images, ``mpirun``, ``500m``) over and over, and each costs a few regular expressions to resolve. This
+    loader has no path resolvers, so a scalar's tag depends on its text alone."""
+
+    _tags: dict[str, str] = {}  # noqa: RUF012 (shared on purpose: per process, bounded)
+
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
+        if kind is not yaml.ScalarNode or not implicit[0]:
+            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+        tag = self._tags.get(value)
+        if tag is None:
+            tag = super().resolve(kind, value, implicit)
+            if len(self._tags) < _RESOLVED_TAGS_KEPT and len(value) <= 256:
+                self._tags[value] = tag
+        return tag  # type: ignore[no-any-return]
+
+    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
+        pass  # no path resolvers: nothing to follow
+
+    def ascend_resolver(self) -> None:
+        pass
 
 
-class _Bounded(_UniqueKeys, _BoundedComposer):
-    """What the loaders below share: unique keys, bounded composing."""
-
-    if TYPE_CHECKING:  # the parser's, later in the loaders' bases
-
-        def dispose(self) -> None: ...
+_RESOLVED_TAGS_KEPT = 65_536
 
 
-class _PythonLoader(_Bounded, Reader, Scanner, Parser, Resolver):
-    """PyYAML's own parser: where PyYAML was built without libyaml."""
+class _PythonLoader(_UniqueKeys, Reader, Scanner, Parser, Composer, _CachedResolver):
+    """PyYAML's own parser and composer: where PyYAML was built without libyaml."""
 
     def __init__(self, stream: str) -> None:
         Reader.__init__(self, stream)
         Scanner.__init__(self)
         Parser.__init__(self)
-        _BoundedComposer.__init__(self)
+        Composer.__init__(self)
         SafeConstructor.__init__(self)
         Resolver.__init__(self)
 
 
-_Loader: Callable[[str], _Bounded] = _PythonLoader
+class _PythonEvents(Reader, Scanner, Parser):
+    def __init__(self, stream: str) -> None:
+        Reader.__init__(self, stream)
+        Scanner.__init__(self)
+        Parser.__init__(self)
+
+
+_Loader: Callable[[str], Any] = _PythonLoader
+_EventParser: Callable[[str], Any] = _PythonEvents
 if yaml.__with_libyaml__:
     from yaml._yaml import CParser
 
-    class _LibyamlLoader(_Bounded, CParser, Resolver):
-        """libyaml's parser (its events only: composing stays ours, bounded)."""
+    class _LibyamlLoader(_UniqueKeys, CParser, _CachedResolver):
+        """libyaml's parser and composer, in C: about ten times PyYAML's speed."""
 
         def __init__(self, stream: str) -> None:
             CParser.__init__(self, stream)
-            _BoundedComposer.__init__(self)
             SafeConstructor.__init__(self)
             Resolver.__init__(self)
 
     _Loader = _LibyamlLoader
+    _EventParser = CParser
 
 
 @dataclass(frozen=True)
@@ -243,32 +318,57 @@ def read_text(path: str) -> str:
 
 def load_documents(text: str, source: str) -> list[Document]:
     """Every non-empty document; ``kind: List`` items become documents of their own."""
-    documents: list[Document] = []
+    return list(iter_documents(text, source))
+
+
+def iter_documents(text: str, source: str) -> Iterator[Document]:
+    """``load_documents`` one document at a time, so a caller that is done with a document lets it go (a
+    file of thousands of jobs then never holds all their node trees at once). The whole file is checked
+    first: an error anywhere in it is raised before the first document."""
+    _check_bounds(text, source)
     loader = _Loader(text)
+    index = 0
     try:
         while loader.check_node():
             node = loader.get_node()
-            _add(documents, loader.construct_document(node), node, source)
+            for data, item_node in _unpacked(loader.construct_document(node), node):
+                yield Document(source, index, data, item_node)
+                index += 1
     except yaml.YAMLError as err:
         raise InputError(_yaml_error(err, source)) from None
     finally:
         loader.dispose()
-    return documents
 
 
-def _add(documents: list[Document], data: Any, node: yaml.Node | None, source: str) -> None:
+def _check_bounds(text: str, source: str) -> None:
+    """Where libyaml composes and no anchor is written (``&``; without one there is no alias), composing is
+    safe as it is (libyaml stops at 1,000 levels) and ``_build`` keeps ``MAX_DEPTH``: the events need no
+    walk of their own, which would cost a third of reading a file."""
+    if _EventParser is not _PythonEvents and "&" not in text:
+        return
+    parser = _EventParser(text)
+    try:
+        _Bounds().check(parser)
+    except yaml.YAMLError as err:
+        raise InputError(_yaml_error(err, source)) from None
+    finally:
+        parser.dispose()
+
+
+def _unpacked(data: Any, node: yaml.Node | None) -> Iterator[tuple[Any, yaml.Node | None]]:
     if data is None:
         return
     if isinstance(data, dict) and data.get("kind") == "List" and isinstance(data.get("items"), list):
         items = _child(node, "items")
         for i, item in enumerate(data["items"]):
-            documents.append(Document(source, len(documents), item, _child(items, i)))
+            yield item, _child(items, i)
     else:
-        documents.append(Document(source, len(documents), data, node))
+        yield data, node
 
 
 def load_one_text(text: str, source: str) -> Any:
     """The one YAML (or JSON) document in ``text``, e.g. a kubeconfig: ``None`` when empty."""
+    _check_bounds(text, source)
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
