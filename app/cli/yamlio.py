@@ -6,12 +6,15 @@ which also catches manifests concatenated without ``---``. A ``kind: List`` docu
 items, as ``kubectl`` does.
 
 Every input is bounded before anything walks it, so hostile input is exit code 2, not a ``RecursionError``
-or a process that fills memory: at most ``MAX_BYTES`` are read (standard input too); no container may open
-deeper than the hook's own ``MAX_DEPTH`` (counted while composing, so the composer never recurses further);
+or a process that fills memory: at most ``MAX_BYTES`` are read (standard input too; a file of more jobs is
+split, and ``lint`` takes many files); no container may open deeper than the hook's own ``MAX_DEPTH``;
 aliases may add at most ``MAX_ALIASED_NODES`` nodes in all (a "billion laughs" document is a few lines that
 expand to billions), and an alias inside its own anchor (a document that contains itself) is refused.
-Events come from libyaml when PyYAML has it (about seven times faster), else from PyYAML's own parser; both
-are loops, not recursion.
+
+Speed (bench/lint_bench.py): where PyYAML has libyaml, libyaml parses and composes in C and ``_build``
+turns nodes into data, checking depth as it goes; the events are walked first (``_Bounds``, a loop) only
+when the text has an anchor, or where PyYAML's Python parser composes (it has no depth limit of its own).
+``iter_documents`` hands out one document at a time, so a caller keeps only what it needs of each.
 """
 
 from __future__ import annotations
@@ -36,6 +39,7 @@ from app.kube.depth import MAX_DEPTH
 MAX_BYTES = 16 * 1024 * 1024
 # Nodes that aliases may add to a file, all documents together: a container reused a thousand times.
 MAX_ALIASED_NODES = 100_000
+TOO_LARGE = f"larger than {MAX_BYTES // (1024 * 1024)} MiB: split it into smaller files"
 TOO_DEEP = f"nests deeper than {MAX_DEPTH} levels (the hook's limit)"
 
 
@@ -87,6 +91,26 @@ class _UniqueKeys(SafeConstructor):
             _within_depth(node, depth)  # PyYAML's machinery recurses: it gets bounded trees only
             data = built[key] = self.construct_object(node, deep=True)
         return data
+
+    def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
+        seen: dict[Any, yaml.Node] = {}
+        for key_node, _ in node.value:
+            if not isinstance(key_node, yaml.ScalarNode) or key_node.tag == "tag:yaml.org,2002:merge":
+                continue
+            key = self.construct_object(key_node)
+            first = seen.setdefault(key, key_node) if _hashable(key) else key_node
+            if first is not key_node:
+                raise DuplicateKeyError(
+                    problem=f'duplicate key "{str(key)[:64]}": first at line {first.start_mark.line + 1},'
+                    f" again at line {key_node.start_mark.line + 1}",
+                    problem_mark=key_node.start_mark,
+                )
+        if any(key.tag == "tag:yaml.org,2002:merge" for key, _ in node.value):
+            # Merging rewrites the node's entries; a copy keeps them as written, for ``Document.line_of``.
+            node = yaml.MappingNode(
+                node.tag, list(node.value), node.start_mark, node.end_mark, node.flow_style
+            )
+        return super().construct_mapping(node, deep=deep)
 
 
 def _within_depth(node: yaml.Node, depth: int) -> None:
@@ -304,7 +328,7 @@ def read_bytes(path: str) -> bytes:
     except OSError as err:
         raise InputError(f"cannot read {path}: {err.strerror}") from None
     if len(raw) > MAX_BYTES:
-        raise InputError(f"{source_name(path)}: larger than {MAX_BYTES // (1024 * 1024)} MiB")
+        raise InputError(f"{source_name(path)}: {TOO_LARGE}")
     return raw
 
 
@@ -323,8 +347,9 @@ def load_documents(text: str, source: str) -> list[Document]:
 
 def iter_documents(text: str, source: str) -> Iterator[Document]:
     """``load_documents`` one document at a time, so a caller that is done with a document lets it go (a
-    file of thousands of jobs then never holds all their node trees at once). The whole file is checked
-    first: an error anywhere in it is raised before the first document."""
+    file of thousands of jobs then never holds all their node trees at once). An error in a later document
+    ends the iteration with ``InputError`` after the earlier ones were handed out: a caller that must not
+    print a verdict on half a file keeps what it prints until the end (``lint`` does)."""
     _check_bounds(text, source)
     loader = _Loader(text)
     index = 0
@@ -335,16 +360,17 @@ def iter_documents(text: str, source: str) -> Iterator[Document]:
                 yield Document(source, index, data, item_node)
                 index += 1
     except yaml.YAMLError as err:
+        _check_bounds(text, source, always=True)  # a bound's own message first (libyaml's depth is 1,000)
         raise InputError(_yaml_error(err, source)) from None
     finally:
         loader.dispose()
 
 
-def _check_bounds(text: str, source: str) -> None:
+def _check_bounds(text: str, source: str, *, always: bool = False) -> None:
     """Where libyaml composes and no anchor is written (``&``; without one there is no alias), composing is
     safe as it is (libyaml stops at 1,000 levels) and ``_build`` keeps ``MAX_DEPTH``: the events need no
     walk of their own, which would cost a third of reading a file."""
-    if _EventParser is not _PythonEvents and "&" not in text:
+    if _EventParser is not _PythonEvents and "&" not in text and not always:
         return
     parser = _EventParser(text)
     try:
@@ -374,6 +400,7 @@ def load_one_text(text: str, source: str) -> Any:
         node = loader.get_single_node()
         return None if node is None else loader.construct_document(node)
     except yaml.YAMLError as err:
+        _check_bounds(text, source, always=True)
         raise InputError(_yaml_error(err, source)) from None
     finally:
         loader.dispose()
