@@ -80,7 +80,7 @@ class _UniqueKeys(SafeConstructor):
         if depth >= MAX_DEPTH:
             raise ComposerError(problem=TOO_DEEP, problem_mark=node.start_mark)
         data: Any
-        if kind is yaml.MappingNode and tag == _MAP and _plain_distinct_keys(node):
+        if kind is yaml.MappingNode and tag == _MAP and _plain_distinct_keys(node):  # type: ignore[arg-type]
             data = built[key] = {}
             for key_node, value_node in node.value:
                 data[key_node.value] = self._build(value_node, built, depth + 1)
@@ -170,7 +170,7 @@ class _Bounds:
             elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
                 frames.append([1, 1, event.anchor])
                 if len(frames) - 1 > MAX_DEPTH:
-                    raise ComposerError(problem=TOO_DEEP, problem_mark=event.start_mark)
+                    raise ComposerError(problem=TOO_DEEP, problem_mark=_mark(event))
                 continue
             elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
                 nodes, height, anchor = frames.pop()
@@ -200,15 +200,20 @@ class _Bounds:
                 problem = f"alias *{name} is inside its own anchor (a document that contains itself)"
             else:
                 problem = f"found undefined alias {name!r}"
-            raise ComposerError(problem=problem, problem_mark=event.start_mark)
+            raise ComposerError(problem=problem, problem_mark=_mark(event))
         nodes, height = found
         if len(frames) - 1 + height > MAX_DEPTH:
-            raise ComposerError(problem=TOO_DEEP, problem_mark=event.start_mark)
+            raise ComposerError(problem=TOO_DEEP, problem_mark=_mark(event))
         self._aliased += nodes
         if self._aliased > MAX_ALIASED_NODES:
             problem = f"aliases expand to more than {MAX_ALIASED_NODES:,} nodes"
-            raise ComposerError(problem=problem, problem_mark=event.start_mark)
+            raise ComposerError(problem=problem, problem_mark=_mark(event))
         return nodes, height
+
+
+def _mark(event: yaml.Event) -> Any:
+    """Where an event starts: PyYAML's mark, or libyaml's (the same fields)."""
+    return event.start_mark
 
 
 class _CachedResolver(Resolver):
@@ -220,19 +225,13 @@ class _CachedResolver(Resolver):
 
     def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
         if kind is not yaml.ScalarNode or not implicit[0]:
-            return super().resolve(kind, value, implicit)  # type: ignore[no-any-return]
+            return str(super().resolve(kind, value, implicit))  # type: ignore[no-untyped-call]
         tag = self._tags.get(value)
         if tag is None:
-            tag = super().resolve(kind, value, implicit)
+            tag = str(super().resolve(kind, value, implicit))  # type: ignore[no-untyped-call]
             if len(self._tags) < _RESOLVED_TAGS_KEPT and len(value) <= 256:
                 self._tags[value] = tag
-        return tag  # type: ignore[no-any-return]
-
-    def descend_resolver(self, current_node: Any, current_index: Any) -> None:
-        pass  # no path resolvers: nothing to follow
-
-    def ascend_resolver(self) -> None:
-        pass
+        return tag
 
 
 _RESOLVED_TAGS_KEPT = 65_536

@@ -14,7 +14,7 @@ WORKER = f"spec.mpiReplicaSpecs.{ReplicaType.WORKER.value}"
 
 def get(node: Any, *keys: str) -> Any:
     for key in keys:
-        if not isinstance(node, Mapping):
+        if type(node) is not dict and not isinstance(node, Mapping):  # a dict, nearly always: no ABC check
             return None
         node = node.get(key)
     return node
