@@ -33,14 +33,11 @@ from yaml.reader import Reader
 from yaml.resolver import Resolver
 from yaml.scanner import Scanner
 
+from app.cli.yamlbounds import TOO_DEEP, AliasAndDepthBounds, within_depth
 from app.kube.depth import MAX_DEPTH
 
 # A manifest, kubeconfig or doctor snapshot is far smaller: the API server stores at most 1.5 MiB per object.
 MAX_BYTES = 16 * 1024 * 1024
-# Nodes that aliases may add to a file, all documents together: a container reused a thousand times.
-MAX_ALIASED_NODES = 100_000
-TOO_LARGE = f"larger than {MAX_BYTES // (1024 * 1024)} MiB: split it into smaller files"
-TOO_DEEP = f"nests deeper than {MAX_DEPTH} levels (the hook's limit)"
 
 
 class InputError(ValueError):
@@ -88,7 +85,7 @@ class _UniqueKeys(SafeConstructor):
             data = built[key] = []
             data.extend(self._build(item, built, depth + 1) for item in node.value)
         else:
-            _within_depth(node, depth)  # PyYAML's machinery recurses: it gets bounded trees only
+            within_depth(node, depth)  # PyYAML's machinery recurses: it gets bounded trees only
             data = built[key] = self.construct_object(node, deep=True)
         return data
 
@@ -113,21 +110,6 @@ class _UniqueKeys(SafeConstructor):
         return super().construct_mapping(node, deep=deep)
 
 
-def _within_depth(node: yaml.Node, depth: int) -> None:
-    """Refuses a tree under ``node`` (itself ``depth`` containers deep) that nests deeper than ``MAX_DEPTH``,
-    walking it with a list, not recursion."""
-    pending = [(node, depth)]
-    while pending:
-        node, depth = pending.pop()
-        if isinstance(node, yaml.CollectionNode):
-            if depth >= MAX_DEPTH:
-                raise ComposerError(problem=TOO_DEEP, problem_mark=node.start_mark)
-            items = (
-                node.value if isinstance(node, yaml.SequenceNode) else (n for kv in node.value for n in kv)
-            )
-            pending += ((item, depth + 1) for item in items)
-
-
 def _plain_distinct_keys(node: yaml.MappingNode) -> bool:
     """Every key a string scalar (so written as it is constructed, and no merge key) and no two the same."""
     keys = {key.value for key, _ in node.value if type(key) is yaml.ScalarNode and key.tag == _STR}
@@ -143,77 +125,6 @@ def _hashable(value: Any) -> bool:
     except TypeError:
         return False
     return True
-
-
-class _Bounds:
-    """Walks a file's events once, before anything is composed, measuring what composing would build: each
-    open container's nodes and height (itself included) and, once closed, each anchored node's, so an alias
-    costs what it would expand to. A loop over events, not recursion, so a hostile file cannot exhaust the
-    stack here; the composers that run afterwards (libyaml's in C, PyYAML's in Python) see only files within
-    ``MAX_DEPTH``."""
-
-    def __init__(self) -> None:
-        self._aliased = 0
-
-    def check(self, parser: Any) -> None:
-        """Every event of ``parser`` (libyaml's or PyYAML's), to the end of its stream."""
-        frames: list[list[Any]] = [[0, 0, None]]  # [nodes, height, anchor] per open container, a root first
-        anchored: dict[str, tuple[int, int]] = {}
-        next_event = parser.get_event
-        while True:
-            event = next_event()
-            kind = type(event)
-            if kind is yaml.ScalarEvent:
-                nodes, height = 1, 0
-                if event.anchor is not None:
-                    anchored[event.anchor] = (1, 0)
-            elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
-                frames.append([1, 1, event.anchor])
-                if len(frames) - 1 > MAX_DEPTH:
-                    raise ComposerError(problem=TOO_DEEP, problem_mark=_mark(event))
-                continue
-            elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
-                nodes, height, anchor = frames.pop()
-                if anchor is not None:
-                    anchored[anchor] = (nodes, height)
-            elif kind is yaml.AliasEvent:
-                nodes, height = self._alias(event, frames, anchored)
-            elif kind is yaml.DocumentStartEvent:
-                frames, anchored = [[0, 0, None]], {}
-                continue
-            elif kind is yaml.StreamEndEvent or event is None:
-                return
-            else:
-                continue
-            frame = frames[-1]
-            frame[0] += nodes
-            if height >= frame[1]:
-                frame[1] = height + 1
-
-    def _alias(
-        self, event: yaml.AliasEvent, frames: list[list[Any]], anchored: dict[str, tuple[int, int]]
-    ) -> tuple[int, int]:
-        name = str(event.anchor)
-        found = anchored.get(name)
-        if found is None:
-            if any(frame[2] == name for frame in frames):
-                problem = f"alias *{name} is inside its own anchor (a document that contains itself)"
-            else:
-                problem = f"found undefined alias {name!r}"
-            raise ComposerError(problem=problem, problem_mark=_mark(event))
-        nodes, height = found
-        if len(frames) - 1 + height > MAX_DEPTH:
-            raise ComposerError(problem=TOO_DEEP, problem_mark=_mark(event))
-        self._aliased += nodes
-        if self._aliased > MAX_ALIASED_NODES:
-            problem = f"aliases expand to more than {MAX_ALIASED_NODES:,} nodes"
-            raise ComposerError(problem=problem, problem_mark=_mark(event))
-        return nodes, height
-
-
-def _mark(event: yaml.Event) -> Any:
-    """Where an event starts: PyYAML's mark, or libyaml's (the same fields)."""
-    return event.start_mark
 
 
 class _CachedResolver(Resolver):
@@ -327,7 +238,8 @@ def read_bytes(path: str) -> bytes:
     except OSError as err:
         raise InputError(f"cannot read {path}: {err.strerror}") from None
     if len(raw) > MAX_BYTES:
-        raise InputError(f"{source_name(path)}: {TOO_LARGE}")
+        limit = MAX_BYTES // (1024 * 1024)
+        raise InputError(f"{source_name(path)}: larger than {limit} MiB: split it into smaller files")
     return raw
 
 
@@ -369,11 +281,12 @@ def _check_bounds(text: str, source: str, *, always: bool = False) -> None:
     """Where libyaml composes and no anchor is written (``&``; without one there is no alias), composing is
     safe as it is (libyaml stops at 1,000 levels) and ``_build`` keeps ``MAX_DEPTH``: the events need no
     walk of their own, which would cost a third of reading a file."""
-    if _EventParser is not _PythonEvents and "&" not in text and not always:
+    python = _Loader is _PythonLoader
+    if not python and "&" not in text and not always:
         return
-    parser = _EventParser(text)
+    parser = _PythonEvents(text) if python else _EventParser(text)
     try:
-        _Bounds().check(parser)
+        AliasAndDepthBounds().check(parser)
     except yaml.YAMLError as err:
         raise InputError(_yaml_error(err, source)) from None
     finally:
