@@ -13,8 +13,9 @@ import os
 import shlex
 import sys
 import uuid
+from collections.abc import Iterable, Iterator
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 import yaml
@@ -22,7 +23,15 @@ import yaml
 from app.api.lint import RULES, SEVERITIES, Finding, Severity, lint_manifest
 from app.api.types import API_VERSION, KIND, OLD_API_VERSIONS
 from app.cli.exits import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
-from app.cli.yamlio import Document, InputError, dump_all, load_documents, read_text, source_name
+from app.cli.yamlio import (
+    Document,
+    InputError,
+    dump_all,
+    iter_documents,
+    load_documents,
+    read_text,
+    source_name,
+)
 from app.kube.pod_phase import PodPhase
 
 if TYPE_CHECKING:
@@ -39,19 +48,23 @@ def _documents(path: str) -> list[Document]:
     return load_documents(read_text(path), source_name(path))
 
 
-def _mpijobs(documents: list[Document], source: str, verb: str) -> list[Document]:
+def _mpijobs(documents: Iterable[Document], source: str, verb: str) -> list[Document]:
+    return list(_each_mpijob(documents, source, verb))
+
+
+def _each_mpijob(documents: Iterable[Document], source: str, verb: str) -> Iterator[Document]:
     """The MPIJob documents; the others are named on stderr (never silently ignored)."""
-    jobs = []
+    found = False
     for doc in documents:
         data = doc.data
         if isinstance(data, dict) and data.get("kind") == KIND:
-            jobs.append(doc)
+            found = True
+            yield doc
         else:
             kind = data.get("kind", "object without kind") if isinstance(data, dict) else type(data).__name__
             _error(f"{source}: document {doc.index + 1} ({kind}) is not an MPIJob: not {verb}")
-    if not jobs:
+    if not found:
         raise InputError(f"{source}: no MPIJob in it")
-    return jobs
 
 
 # --- render ----------------------------------------------------------------------------------------------
@@ -215,47 +228,54 @@ def lint(args: argparse.Namespace) -> int:
     if not args.files:
         _error("lint: give at least one FILE (- for standard input)")
         return EXIT_UNUSABLE
-    jobs: list[Document] = []
-    unusable = False
+    results: list[_Located] = []
+    jobs, unusable = 0, False
     for path in args.files:
+        source = source_name(path)
         try:
-            jobs += _mpijobs(_documents(path), source_name(path), "linted")
+            # One document at a time: only the findings are kept, not thousands of jobs' node trees.
+            for doc in _each_mpijob(iter_documents(read_text(path), source), source, "linted"):
+                jobs += 1
+                name = _name(doc.data)
+                results += [_Located(source, doc.line_of(f.path), name, f) for f in lint_manifest(doc.data)]
         except InputError as err:
             _error(str(err))
             unusable = True
     if unusable:  # only the errors: a summary of the other files would read as a verdict on this one
         return EXIT_UNUSABLE
-    results = [(doc, finding) for doc in jobs for finding in lint_manifest(doc.data)]
     if args.output == "json":
-        print(json.dumps({"jobs": len(jobs), "findings": [_as_json(d, f) for d, f in results]}, indent=2))
+        print(json.dumps({"jobs": jobs, "findings": [_as_json(r) for r in results]}, indent=2))
     else:
-        _print_text(results, len(jobs))
+        _print_text(results, jobs)
     threshold = None if args.fail_on == "never" else Severity(args.fail_on).rank
-    failing = threshold is not None and any(f.severity.rank >= threshold for _, f in results)
+    failing = threshold is not None and any(r.finding.severity.rank >= threshold for r in results)
     return EXIT_FINDINGS if failing else EXIT_OK
 
 
-def _as_json(doc: Document, finding: Finding) -> dict[str, Any]:
-    return {
-        "file": doc.source,
-        "line": doc.line_of(finding.path),
-        "job": _name(doc.data),
-        **finding.as_dict(),
-    }
+class _Located(NamedTuple):
+    """A finding with where it is: what lint keeps of a job once it has been linted."""
+
+    source: str
+    line: int | None
+    job: str
+    finding: Finding
 
 
-def _print_text(results: list[tuple[Document, Finding]], jobs: int) -> None:
+def _as_json(result: _Located) -> dict[str, Any]:
+    return {"file": result.source, "line": result.line, "job": result.job, **result.finding.as_dict()}
+
+
+def _print_text(results: list[_Located], jobs: int) -> None:
     colour = sys.stdout.isatty() and "NO_COLOR" not in os.environ
-    for doc, finding in results:
+    for source, line, job, finding in results:
         severity = finding.severity.value
         if colour:
             severity = f"\033[{_COLOURS[finding.severity]}m{severity}\033[0m"
-        line = doc.line_of(finding.path)
-        where = f"{doc.source}:{line}" if line else doc.source
-        print(f"{where}: {severity} [{finding.rule}] {finding.path} (MPIJob {_name(doc.data)})")
+        where = f"{source}:{line}" if line else source
+        print(f"{where}: {severity} [{finding.rule}] {finding.path} (MPIJob {job})")
         print(f"    {finding.message}")
         print(f"    fix: {finding.fix}")
-    counts = {s: sum(1 for _, f in results if f.severity is s) for s in Severity}
+    counts = {s: sum(1 for r in results if r.finding.severity is s) for s in Severity}
     summary = (
         ", ".join(f"{n} {s.value}{'s' if n != 1 else ''}" for s, n in counts.items() if n) or "no findings"
     )

@@ -6,21 +6,24 @@ which also catches manifests concatenated without ``---``. A ``kind: List`` docu
 items, as ``kubectl`` does.
 
 Every input is bounded before anything walks it, so hostile input is exit code 2, not a ``RecursionError``
-or a process that fills memory: at most ``MAX_BYTES`` are read (standard input too); no container may open
-deeper than the hook's own ``MAX_DEPTH`` (counted while composing, so the composer never recurses further);
+or a process that fills memory: at most ``MAX_BYTES`` are read (standard input too; a file of more jobs is
+split, and ``lint`` takes many files); no container may open deeper than the hook's own ``MAX_DEPTH``;
 aliases may add at most ``MAX_ALIASED_NODES`` nodes in all (a "billion laughs" document is a few lines that
 expand to billions), and an alias inside its own anchor (a document that contains itself) is refused.
-Events come from libyaml when PyYAML has it (about seven times faster), else from PyYAML's own parser; both
-are loops, not recursion.
+
+Speed (bench/lint_bench.py): where PyYAML has libyaml, libyaml parses and composes in C and ``_build``
+turns nodes into data, checking depth as it goes; the events are walked first (``_Bounds``, a loop) only
+when the text has an anchor, or where PyYAML's Python parser composes (it has no depth limit of its own).
+``iter_documents`` hands out one document at a time, so a caller keeps only what it needs of each.
 """
 
 from __future__ import annotations
 
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import yaml
 from yaml.composer import Composer, ComposerError
@@ -30,13 +33,11 @@ from yaml.reader import Reader
 from yaml.resolver import Resolver
 from yaml.scanner import Scanner
 
+from app.cli.yamlbounds import TOO_DEEP, AliasAndDepthBounds, within_depth
 from app.kube.depth import MAX_DEPTH
 
 # A manifest, kubeconfig or doctor snapshot is far smaller: the API server stores at most 1.5 MiB per object.
 MAX_BYTES = 16 * 1024 * 1024
-# Nodes that aliases may add to a file, all documents together: a container reused a thousand times.
-MAX_ALIASED_NODES = 100_000
-TOO_DEEP = f"nests deeper than {MAX_DEPTH} levels (the hook's limit)"
 
 
 class InputError(ValueError):
@@ -50,7 +51,43 @@ class DuplicateKeyError(yaml.MarkedYAMLError):
 
 class _UniqueKeys(SafeConstructor):
     """``yaml.SafeLoader``'s constructor, refusing a key written twice in one mapping (merge keys ``<<``
-    may still be overridden, as YAML intends)."""
+    may still be overridden, as YAML intends).
+
+    What manifests are made of (mappings with distinct string keys, lists, strings) is built by
+    ``_build`` in one short recursive function, about three times faster than PyYAML's general machinery
+    (generators, state per node); anything else (numbers, booleans, merges, other tags, a key written
+    twice) goes to that machinery, which decides as ``yaml.safe_load`` does."""
+
+    def construct_document(self, node: yaml.Node) -> Any:
+        try:
+            return self._build(node, {}, 0)
+        finally:
+            self.constructed_objects, self.recursive_objects, self.state_generators = {}, {}, []
+
+    def _build(self, node: yaml.Node, built: dict[int, Any], depth: int) -> Any:
+        """``node`` as data; ``built`` holds each container already built, so an alias (a node met twice)
+        is the same object, as PyYAML makes it. ``depth``: the containers around ``node``; one deeper than
+        ``MAX_DEPTH`` is refused here, where no bounds check ran before composing."""
+        kind, tag = type(node), node.tag
+        if kind is yaml.ScalarNode:
+            return node.value if tag == _STR else self.construct_object(node, deep=True)
+        key = id(node)
+        if key in built:
+            return built[key]
+        if depth >= MAX_DEPTH:
+            raise ComposerError(problem=TOO_DEEP, problem_mark=node.start_mark)
+        data: Any
+        if kind is yaml.MappingNode and tag == _MAP and _plain_distinct_keys(node):  # type: ignore[arg-type]
+            data = built[key] = {}
+            for key_node, value_node in node.value:
+                data[key_node.value] = self._build(value_node, built, depth + 1)
+        elif kind is yaml.SequenceNode and tag == _SEQ:
+            data = built[key] = []
+            data.extend(self._build(item, built, depth + 1) for item in node.value)
+        else:
+            within_depth(node, depth)  # PyYAML's machinery recurses: it gets bounded trees only
+            data = built[key] = self.construct_object(node, deep=True)
+        return data
 
     def construct_mapping(self, node: yaml.MappingNode, deep: bool = False) -> dict[Any, Any]:
         seen: dict[Any, yaml.Node] = {}
@@ -73,6 +110,15 @@ class _UniqueKeys(SafeConstructor):
         return super().construct_mapping(node, deep=deep)
 
 
+def _plain_distinct_keys(node: yaml.MappingNode) -> bool:
+    """Every key a string scalar (so written as it is constructed, and no merge key) and no two the same."""
+    keys = {key.value for key, _ in node.value if type(key) is yaml.ScalarNode and key.tag == _STR}
+    return len(keys) == len(node.value)
+
+
+_STR, _MAP, _SEQ = "tag:yaml.org,2002:str", "tag:yaml.org,2002:map", "tag:yaml.org,2002:seq"
+
+
 def _hashable(value: Any) -> bool:
     try:
         hash(value)
@@ -81,98 +127,61 @@ def _hashable(value: Any) -> bool:
     return True
 
 
-class _BoundedComposer(Composer):
-    """PyYAML's composer, measuring as it goes: each open container's nodes and height (itself included)
-    and, once composed, each anchored node's, so an alias costs what it would expand to."""
+class _CachedResolver(Resolver):
+    """PyYAML's resolver, remembering each plain scalar's tag: a file of many jobs writes the same values
+    (images, ``mpirun``, ``500m``) over and over, and each costs a few regular expressions to resolve. This
+    loader has no path resolvers, so a scalar's tag depends on its text alone."""
 
-    def __init__(self) -> None:
-        super().__init__()
-        self._frames: list[list[int]] = [[0, 0]]  # [nodes, height] per open container, a root first
-        self._anchored: dict[str, tuple[int, int]] = {}
-        self._aliased = 0
+    _tags: dict[str, str] = {}  # noqa: RUF012 (shared on purpose: per process, bounded)
 
-    if TYPE_CHECKING:  # the parser's, later in the loaders' bases
-
-        def peek_event(self) -> yaml.NodeEvent: ...
-
-    def compose_document(self) -> yaml.Node | None:
-        self._frames, self._anchored = [[0, 0]], {}
-        return super().compose_document()
-
-    def compose_node(self, parent: yaml.Node | None, index: Any) -> yaml.Node | None:
-        event = self.peek_event()
-        if isinstance(event, yaml.AliasEvent):
-            node = super().compose_node(parent, index)  # an undefined alias is refused there
-            nodes, height = self._alias(event)
-        else:
-            container = isinstance(event, yaml.CollectionStartEvent)
-            if container:
-                self._frames.append([1, 1])
-                if len(self._frames) - 1 > MAX_DEPTH:
-                    raise ComposerError(problem=TOO_DEEP, problem_mark=_mark(event))
-            node = super().compose_node(parent, index)
-            nodes, height = self._frames.pop() if container else (1, 0)
-            if event.anchor is not None:
-                self._anchored[event.anchor] = (nodes, height)
-        frame = self._frames[-1]
-        frame[0] += nodes
-        frame[1] = max(frame[1], height + 1)
-        return node
-
-    def _alias(self, event: yaml.AliasEvent) -> tuple[int, int]:
-        found = self._anchored.get(str(event.anchor))
-        if found is None:
-            problem = f"alias *{event.anchor} is inside its own anchor (a document that contains itself)"
-            raise ComposerError(problem=problem, problem_mark=_mark(event))
-        nodes, height = found
-        if len(self._frames) - 1 + height > MAX_DEPTH:
-            raise ComposerError(problem=TOO_DEEP, problem_mark=_mark(event))
-        self._aliased += nodes
-        if self._aliased > MAX_ALIASED_NODES:
-            problem = f"aliases expand to more than {MAX_ALIASED_NODES:,} nodes"
-            raise ComposerError(problem=problem, problem_mark=_mark(event))
-        return nodes, height
+    def resolve(self, kind: type[yaml.Node], value: Any, implicit: Any) -> str:
+        if kind is not yaml.ScalarNode or not implicit[0]:
+            return str(super().resolve(kind, value, implicit))  # type: ignore[no-untyped-call]
+        tag = self._tags.get(value)
+        if tag is None:
+            tag = str(super().resolve(kind, value, implicit))  # type: ignore[no-untyped-call]
+            if len(self._tags) < _RESOLVED_TAGS_KEPT and len(value) <= 256:
+                self._tags[value] = tag
+        return tag
 
 
-def _mark(event: yaml.Event) -> Any:
-    """Where an event starts: PyYAML's mark, or libyaml's (the same fields)."""
-    return event.start_mark
+_RESOLVED_TAGS_KEPT = 65_536
 
 
-class _Bounded(_UniqueKeys, _BoundedComposer):
-    """What the loaders below share: unique keys, bounded composing."""
-
-    if TYPE_CHECKING:  # the parser's, later in the loaders' bases
-
-        def dispose(self) -> None: ...
-
-
-class _PythonLoader(_Bounded, Reader, Scanner, Parser, Resolver):
-    """PyYAML's own parser: where PyYAML was built without libyaml."""
+class _PythonLoader(_UniqueKeys, Reader, Scanner, Parser, Composer, _CachedResolver):
+    """PyYAML's own parser and composer: where PyYAML was built without libyaml."""
 
     def __init__(self, stream: str) -> None:
         Reader.__init__(self, stream)
         Scanner.__init__(self)
         Parser.__init__(self)
-        _BoundedComposer.__init__(self)
+        Composer.__init__(self)
         SafeConstructor.__init__(self)
         Resolver.__init__(self)
 
 
-_Loader: Callable[[str], _Bounded] = _PythonLoader
+class _PythonEvents(Reader, Scanner, Parser):
+    def __init__(self, stream: str) -> None:
+        Reader.__init__(self, stream)
+        Scanner.__init__(self)
+        Parser.__init__(self)
+
+
+_Loader: Callable[[str], Any] = _PythonLoader
+_EventParser: Callable[[str], Any] = _PythonEvents
 if yaml.__with_libyaml__:
     from yaml._yaml import CParser
 
-    class _LibyamlLoader(_Bounded, CParser, Resolver):
-        """libyaml's parser (its events only: composing stays ours, bounded)."""
+    class _LibyamlLoader(_UniqueKeys, CParser, _CachedResolver):
+        """libyaml's parser and composer, in C: about ten times PyYAML's speed."""
 
         def __init__(self, stream: str) -> None:
             CParser.__init__(self, stream)
-            _BoundedComposer.__init__(self)
             SafeConstructor.__init__(self)
             Resolver.__init__(self)
 
     _Loader = _LibyamlLoader
+    _EventParser = CParser
 
 
 @dataclass(frozen=True)
@@ -229,7 +238,8 @@ def read_bytes(path: str) -> bytes:
     except OSError as err:
         raise InputError(f"cannot read {path}: {err.strerror}") from None
     if len(raw) > MAX_BYTES:
-        raise InputError(f"{source_name(path)}: larger than {MAX_BYTES // (1024 * 1024)} MiB")
+        limit = MAX_BYTES // (1024 * 1024)
+        raise InputError(f"{source_name(path)}: larger than {limit} MiB: split it into smaller files")
     return raw
 
 
@@ -243,37 +253,66 @@ def read_text(path: str) -> str:
 
 def load_documents(text: str, source: str) -> list[Document]:
     """Every non-empty document; ``kind: List`` items become documents of their own."""
-    documents: list[Document] = []
+    return list(iter_documents(text, source))
+
+
+def iter_documents(text: str, source: str) -> Iterator[Document]:
+    """``load_documents`` one document at a time, so a caller that is done with a document lets it go (a
+    file of thousands of jobs then never holds all their node trees at once). An error in a later document
+    ends the iteration with ``InputError`` after the earlier ones were handed out: a caller that must not
+    print a verdict on half a file keeps what it prints until the end (``lint`` does)."""
+    _check_bounds(text, source)
     loader = _Loader(text)
+    index = 0
     try:
         while loader.check_node():
             node = loader.get_node()
-            _add(documents, loader.construct_document(node), node, source)
+            for data, item_node in _unpacked(loader.construct_document(node), node):
+                yield Document(source, index, data, item_node)
+                index += 1
     except yaml.YAMLError as err:
+        _check_bounds(text, source, always=True)  # a bound's own message first (libyaml's depth is 1,000)
         raise InputError(_yaml_error(err, source)) from None
     finally:
         loader.dispose()
-    return documents
 
 
-def _add(documents: list[Document], data: Any, node: yaml.Node | None, source: str) -> None:
+def _check_bounds(text: str, source: str, *, always: bool = False) -> None:
+    """Where libyaml composes and no anchor is written (``&``; without one there is no alias), composing is
+    safe as it is (libyaml stops at 1,000 levels) and ``_build`` keeps ``MAX_DEPTH``: the events need no
+    walk of their own, which would cost a third of reading a file."""
+    python = _Loader is _PythonLoader
+    if not python and "&" not in text and not always:
+        return
+    parser = _PythonEvents(text) if python else _EventParser(text)
+    try:
+        AliasAndDepthBounds().check(parser)
+    except yaml.YAMLError as err:
+        raise InputError(_yaml_error(err, source)) from None
+    finally:
+        parser.dispose()
+
+
+def _unpacked(data: Any, node: yaml.Node | None) -> Iterator[tuple[Any, yaml.Node | None]]:
     if data is None:
         return
     if isinstance(data, dict) and data.get("kind") == "List" and isinstance(data.get("items"), list):
         items = _child(node, "items")
         for i, item in enumerate(data["items"]):
-            documents.append(Document(source, len(documents), item, _child(items, i)))
+            yield item, _child(items, i)
     else:
-        documents.append(Document(source, len(documents), data, node))
+        yield data, node
 
 
 def load_one_text(text: str, source: str) -> Any:
     """The one YAML (or JSON) document in ``text``, e.g. a kubeconfig: ``None`` when empty."""
+    _check_bounds(text, source)
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
         return None if node is None else loader.construct_document(node)
     except yaml.YAMLError as err:
+        _check_bounds(text, source, always=True)
         raise InputError(_yaml_error(err, source)) from None
     finally:
         loader.dispose()

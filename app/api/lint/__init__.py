@@ -6,8 +6,9 @@ fields the CRD prunes (``slotsPerWorker`` inside a replica spec). Each finding n
 field path (dotted, as ``kubectl`` prints it), what is wrong and how to fix it. A rule can be silenced per
 job with the annotation ``mpijob-lint/ignore: "<rule>,<rule>"``. Only ``app.api`` is imported here.
 
-The rules live in one module per topic (``crd_rules``, ``command_rules``, ``gpu_rules``, ``ssh_rules``,
-``failure_rules``); ``catalog`` lists them, ``runner`` runs them in the order ``catalog.Rule`` gives.
+The rules live in one module per topic (``crd_rules``, ``metadata_rules``, ``command_rules``, ``gpu_rules``,
+``ssh_rules``, ``failure_rules``); ``catalog`` lists them, ``runner`` runs them in the order
+``catalog.Rule`` gives.
 """
 
 from app.api.lint.catalog import IGNORE_ANNOTATION, RULES, SEVERITIES, Rule

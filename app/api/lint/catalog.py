@@ -23,6 +23,9 @@ class Rule(StrEnum):
     CRD_REJECTED = "crd-rejected"
     UNKNOWN_FIELD = "unknown-field"
     NAME_TOO_LONG = "name-too-long"
+    INVALID_LABEL = "invalid-label"
+    INVALID_ANNOTATION_KEY = "invalid-annotation-key"
+    ANNOTATIONS_TOO_LARGE = "annotations-too-large"
     OLD_API_VERSION = "old-api-version"
     SLOTS_IN_REPLICA_SPEC = "slots-in-replica-spec"
     NP_MISMATCH = "np-mismatch"
@@ -48,6 +51,9 @@ RULES: dict[str, str] = {
         f"the last worker's hostname <name>{child_names.WORKER_INFIX}<N-1> exceeds"
         f" {child_names.DNS1035_LABEL_MAX} characters"
     ),
+    Rule.INVALID_LABEL: "a label key or value the apiserver refuses (syntax; a value over 63 characters)",
+    Rule.INVALID_ANNOTATION_KEY: "an annotation key the apiserver refuses (not a qualified name)",
+    Rule.ANNOTATIONS_TOO_LARGE: "annotations over the apiserver's 256 KiB (keys and values together)",
     Rule.OLD_API_VERSION: f"{', '.join(OLD_API_VERSIONS)}: not served by this CRD; mpijob convert reads them",
     Rule.SLOTS_IN_REPLICA_SPEC: "slotsPerWorker written inside a replica spec, where it is pruned",
     Rule.NP_MISMATCH: "mpirun -np differs from the hostfile's slots (slotsPerWorker x workers)",
@@ -77,7 +83,8 @@ RULES: dict[str, str] = {
 }
 
 _ERROR_RULES = frozenset({
-    Rule.INVALID, Rule.CRD_REJECTED, Rule.UNKNOWN_FIELD, Rule.NAME_TOO_LONG, Rule.OLD_API_VERSION,
+    Rule.INVALID, Rule.CRD_REJECTED, Rule.UNKNOWN_FIELD, Rule.NAME_TOO_LONG, Rule.INVALID_LABEL,
+    Rule.INVALID_ANNOTATION_KEY, Rule.ANNOTATIONS_TOO_LARGE, Rule.OLD_API_VERSION,
     Rule.SLOTS_IN_REPLICA_SPEC, Rule.GPUS_AT_POD_LEVEL,
 })  # fmt: skip
 SEVERITIES: dict[str, Severity] = {

@@ -9,6 +9,7 @@ from __future__ import annotations
 import shlex
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
+from functools import lru_cache
 from pathlib import PurePosixPath
 from typing import Any
 
@@ -26,6 +27,12 @@ class Launch:
     field: str  # "command" or "args": where the launcher word sits
 
 
+@lru_cache(maxsize=4096)
+def program_name(word: str) -> str:
+    """``/usr/bin/mpirun`` → ``mpirun``: remembered, as every job of a file names the same few programs."""
+    return PurePosixPath(word).name
+
+
 def strings(value: Any) -> list[str]:
     """A list of words as written, or none if it is not a list (files are user input of any shape)."""
     return [str(w) for w in value if w is not None] if isinstance(value, list) else []
@@ -38,7 +45,7 @@ def _words(container: Mapping[str, Any]) -> tuple[list[str], int]:
 
 
 def _shell_script(words: list[str]) -> str | None:
-    if not words or PurePosixPath(words[0]).name not in SHELLS:
+    if not words or program_name(words[0]) not in SHELLS:
         return None
     for index, word in enumerate(words[1:-1], start=1):
         if word.startswith("-") and not word.startswith("--") and "c" in word:
@@ -64,7 +71,7 @@ def find_launch(container: Mapping[str, Any]) -> Launch | None:
         from_command = len(words) + 1 if from_command > words.index(script) else -1
         words = _split(script)
     for index, word in enumerate(words):
-        program = PurePosixPath(word).name
+        program = program_name(word)
         if program in LAUNCHERS:
             return _launch(program, words, index, from_command)
     return None

@@ -15,7 +15,7 @@ WORKER = field_path.replica_spec(ReplicaType.WORKER)
 
 def get(node: Any, *keys: str) -> Any:
     for key in keys:
-        if not isinstance(node, Mapping):
+        if type(node) is not dict and not isinstance(node, Mapping):  # a dict, nearly always: no ABC check
             return None
         node = node.get(key)
     return node

@@ -9,7 +9,15 @@ from pydantic import ValidationError
 
 from app.api import field_path
 from app.api.defaults import DEFAULT_SLOTS_PER_WORKER, Job, with_defaults
-from app.api.lint import command_rules, crd_rules, failure_rules, gpu_rules, reading, ssh_rules
+from app.api.lint import (
+    command_rules,
+    crd_rules,
+    failure_rules,
+    gpu_rules,
+    metadata_rules,
+    reading,
+    ssh_rules,
+)
 from app.api.lint.catalog import IGNORE_ANNOTATION, Rule
 from app.api.lint.findings import Finding, Severity
 from app.api.types import API_VERSION, KIND, OLD_API_VERSIONS, MPIJob
@@ -48,6 +56,7 @@ def lint(job: MPIJob, raw: Mapping[str, Any] | None = None, *, validated: Job | 
     defaulted = validated if validated is not None else with_defaults(job)
     findings = [
         *crd_rules.rejections(job, defaulted, raw, validated=validated is not None),
+        *metadata_rules.rejections(job),
         *_rules_on_raw(raw),
     ]
     findings += [f for check in _CHECKS for f in check(defaulted)]

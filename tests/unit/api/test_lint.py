@@ -81,6 +81,18 @@ CASES: dict[str, tuple[Callable[[], Job], Callable[[], Job]]] = {
         edit(("spec.runPolicy.cleanPodPolicy", "All")),
     ),
     Rule.NAME_TOO_LONG: (edit(("metadata.name", "a" * 55)), edit(("metadata.name", "a" * 54))),
+    Rule.INVALID_LABEL: (
+        edit(("metadata.labels", {"team": "v" * 64})),
+        edit(("metadata.labels", {"team": "v" * 63})),
+    ),
+    Rule.INVALID_ANNOTATION_KEY: (
+        edit(("metadata.annotations", {"notes about it": "x"})),
+        edit(("metadata.annotations", {"Example.com/Notes": "x"})),
+    ),
+    Rule.ANNOTATIONS_TOO_LARGE: (
+        edit(("metadata.annotations", {"note": "x" * (256 * 1024 - 3)})),
+        edit(("metadata.annotations", {"note": "x" * (256 * 1024 - 4)})),
+    ),
     Rule.OLD_API_VERSION: (
         edit(("apiVersion", "kubeflow.org/v1")),
         edit(("apiVersion", "kubeflow.org/v2beta1")),

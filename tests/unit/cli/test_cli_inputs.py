@@ -63,7 +63,7 @@ def test_hostile_files_are_exit_2_with_one_line_naming_file_and_line(
         where = re.escape(f"{prefix}--load {path}:")
         assert re.fullmatch(rf"{where} (JSON nested deeper than 65 levels|not JSON)", line), line
     elif name == "oversized.yaml":
-        size = "16777216 bytes" if reader == "doctor --kubeconfig" else "16 MiB"
+        size = "16777216 bytes" if reader == "doctor --kubeconfig" else "16 MiB: split it into smaller files"
         assert re.fullmatch(f"{prefix}(kubeconfig )?{re.escape(str(path))}: larger than {size}", line), line
     else:
         problem = {"laughs.yaml": "aliases expand to more than 100,000 nodes", "itself.yaml": "alias .*"}
@@ -75,7 +75,8 @@ def test_hostile_files_are_exit_2_with_one_line_naming_file_and_line(
 
 def test_standard_input_is_bounded_too() -> None:
     done = mpijob("lint", "-", stdin="#" * (16 * MIB + 1))
-    assert (done.returncode, done.stdout, done.stderr) == (2, "", "mpijob: <stdin>: larger than 16 MiB\n")
+    too_large = "mpijob: <stdin>: larger than 16 MiB: split it into smaller files\n"
+    assert (done.returncode, done.stdout, done.stderr) == (2, "", too_large)
     done = mpijob("render", "-", stdin=HOSTILE["deep-block.yaml"])
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == "mpijob: <stdin>:66:129: nests deeper than 64 levels (the hook's limit)\n"

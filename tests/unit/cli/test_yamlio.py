@@ -219,7 +219,7 @@ def test_reading_stops_past_the_size_limit(tmp_path: Path, monkeypatch: pytest.M
     path.write_bytes(b"#" * (2 * 1024 * 1024))
     assert read_text(str(path)) == "#" * (2 * 1024 * 1024)
     path.write_bytes(b"#" * (2 * 1024 * 1024 + 1))
-    with pytest.raises(InputError, match=rf"^{path}: larger than 2 MiB$"):
+    with pytest.raises(InputError, match=rf"^{path}: larger than 2 MiB: split it into smaller files$"):
         read_text(str(path))
     path.write_bytes(b"kind: \xff\n")
     with pytest.raises(InputError, match=rf"^{path}: not UTF-8 text$"):
