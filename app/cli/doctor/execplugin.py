@@ -44,7 +44,8 @@ class Plugin:
 
 
 def resolve(command: str, directory: Path) -> str:
-    """client-go's rule: a relative command with a path separator is relative to the kubeconfig's folder."""
+    """client-go's rule: a relative command with a path separator is relative to the folder of the kubeconfig
+    file that holds it (``kubeconfig.py`` resolves it as it merges the files)."""
     path = Path(command)
     if path.is_absolute() or path.name == command:
         return command
@@ -71,7 +72,25 @@ def run(plugin: Plugin, cluster_info: dict[str, Any] | None) -> dict[str, Any]:
     return status
 
 
-def token(status: dict[str, Any], name: str) -> str | None:
+def credential(spec: Any, cluster: dict[str, Any], where: str) -> str | tuple[bytes, bytes]:
+    """Run the kubeconfig's ``exec`` (its command already ``resolve``d) as kubectl does: the token it gives,
+    else its client certificate and key (PEM). ``cluster`` is the kubeconfig's, for ``provideClusterInfo``."""
+    if not isinstance(spec, dict):
+        raise PluginError(f"{where} exec is not a mapping")
+    checked = plugin(spec, where)
+    info = {k: v for k, v in cluster.items() if k != "extensions"} if spec.get("provideClusterInfo") else None
+    status = run(checked, info)
+    name = checked.command[0]
+    bearer = _token(status, name)
+    if bearer:
+        return bearer
+    cert, key = status.get("clientCertificateData"), status.get("clientKeyData")
+    if isinstance(cert, str) and isinstance(key, str) and cert and key:
+        return cert.encode(), key.encode()
+    raise PluginError(f"exec plugin {name} gave neither a token nor a client certificate")
+
+
+def _token(status: dict[str, Any], name: str) -> str | None:
     """The status's token, checked like a kubeconfig's (refused unechoed if it could forge a header)."""
     value = status.get("token")
     if not value:
@@ -138,22 +157,23 @@ def _outputs(process: subprocess.Popen[bytes], name: str, deadline: float) -> tu
     return bytes(read[process.stdout]), bytes(read[process.stderr])
 
 
-def plugin(spec: dict[str, Any], directory: Path, context: str) -> Plugin:
-    """The kubeconfig's ``exec`` entry checked; ``directory`` is the folder of the file that holds it."""
+def plugin(spec: dict[str, Any], where: str) -> Plugin:
+    """The kubeconfig's ``exec`` entry checked, its command already ``resolve``d; ``where`` starts each error
+    (``context 'x':``)."""
     api_version, command = spec.get("apiVersion"), spec.get("command")
     if api_version not in EXEC_API_VERSIONS:
-        raise PluginError(f"context {context!r}: exec apiVersion {api_version!r} is not supported")
+        raise PluginError(f"{where} exec apiVersion {api_version!r} is not supported")
     args, env = spec.get("args") or [], spec.get("env") or []
     if not isinstance(command, str) or not command:
-        raise PluginError(f"context {context!r}: exec has no command")
+        raise PluginError(f"{where} exec has no command")
     if not isinstance(args, list) or not all(isinstance(a, str) for a in args):
-        raise PluginError(f"context {context!r}: exec args is not a list of strings")
+        raise PluginError(f"{where} exec args is not a list of strings")
     if not isinstance(env, list) or not all(_is_variable(e) for e in env):
-        raise PluginError(f"context {context!r}: exec env is not a list of name and value strings")
+        raise PluginError(f"{where} exec env is not a list of name and value strings")
     # kubectl's rule: a plugin may talk to the user unless it says Never, when stdin is a terminal.
     interactive = spec.get("interactiveMode", "IfAvailable") != "Never" and sys.stdin.isatty()
     return Plugin(
-        [resolve(command, directory), *args],
+        [command, *args],
         {e["name"]: e["value"] for e in env},
         str(api_version),
         interactive,

@@ -196,7 +196,7 @@ HOSTILE_USERS: dict[str, tuple[dict[str, Any], str]] = {
         "exec has no command",
     ),
     "a token that is a list": ({"token": ["a"]}, "the user's token is not a string"),
-    "a tokenFile that is a number": ({"tokenFile": 5}, "tokenFile is not a path"),
+    "a tokenFile that is a number": ({"tokenFile": 5}, "tokenFile is not a string"),
 }
 
 

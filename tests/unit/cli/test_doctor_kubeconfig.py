@@ -200,6 +200,44 @@ def test_refusals_name_the_file_context_or_field(tmp_path: Path) -> None:
         load(environ={"HOME": str(tmp_path / "empty")})
 
 
+def test_fields_lightkube_would_take_as_they_come_are_refused_or_used_as_kubectl_does(tmp_path: Path) -> None:
+    """lightkube's models keep whatever the YAML holds ("true" as a truthy string, a number as a namespace),
+    refuse a whole file for one context with no cluster, and take a cluster with no server as localhost:8080;
+    the adapter refuses the first two as kubectl does and tolerates what kubectl tolerates."""
+    user = {"u": {"token": "t", "some-future-field": 1}}
+    refused = {
+        "the cluster's insecure-skip-tls-verify is not true or false": (
+            {"server": "https://x", "insecure-skip-tls-verify": "true"},
+            {"cluster": "c", "user": "u"},
+        ),
+        "its namespace is not a string": ({"server": "https://x"}, {"cluster": "c", "namespace": 5}),
+        "the cluster's tls-server-name is not a string": (
+            {"server": "https://x", "tls-server-name": ["a"]},
+            {"cluster": "c"},
+        ),
+    }
+    for message, (cluster, context) in refused.items():
+        with pytest.raises(KubeconfigError, match=message):
+            load(str(_write(tmp_path / "config", _config({"c": cluster}, user, {"x": context}, "x"))))
+    cluster = {"server": "http://127.0.0.1:8001", "disable-compression": True}
+    used = _config({"c": cluster}, user, {"x": {"cluster": "c", "user": "u"}, "unused": {"user": "u"}}, "x")
+    assert load(str(_write(tmp_path / "config", used))).headers == {"Authorization": "Bearer t"}
+    with pytest.raises(KubeconfigError, match="context 'unused' names cluster ''"):
+        load(str(tmp_path / "config"), context="unused")
+
+
+def test_merged_files_keep_their_own_folders_and_a_token_file_wins_over_a_token(tmp_path: Path) -> None:
+    """client-go resolves each file's relative paths against that file's folder before it merges, and a
+    user's tokenFile takes precedence over its token (lightkube's order too)."""
+    (tmp_path / "other").mkdir()
+    (tmp_path / "other" / "token").write_text("from-the-second-folder\n")
+    first = _config({"c": {"server": "http://127.0.0.1:8001"}}, {}, {"x": {"cluster": "c", "user": "u"}}, "x")
+    second = _config({}, {"u": {"token": "inline", "tokenFile": "token"}}, {})
+    files = [_write(tmp_path / "config", first), _write(tmp_path / "other" / "config", second)]
+    connection = load(environ={"KUBECONFIG": os.pathsep.join(map(str, files))})
+    assert connection.headers == {"Authorization": "Bearer from-the-second-folder"}
+
+
 def test_a_ca_file_that_is_a_device_is_not_read(tmp_path: Path) -> None:
     """lightkube hands the path to ssl unread; the adapter reads it first, bounded, and refuses a device."""
     cluster = {"server": "https://127.0.0.1:6443", "certificate-authority": "/dev/zero"}
@@ -260,5 +298,11 @@ def test_in_a_pod_a_token_that_is_not_one_is_refused_unechoed(
     with pytest.raises(
         KubeconfigError, match=r"token .*token: not a valid bearer token \(contains control"
     ) as e:
-        load(environ={"KUBERNETES_SERVICE_HOST": "10.0.0.1", "HOME": str(tmp_path)})
+        load(
+            environ={
+                "KUBERNETES_SERVICE_HOST": "10.0.0.1",
+                "KUBERNETES_SERVICE_PORT": "443",
+                "HOME": str(tmp_path),
+            }
+        )
     assert "a\x1bb" not in str(e.value)
