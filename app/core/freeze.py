@@ -24,6 +24,8 @@ _KINDS = (
     ("configmaps", "v1", "ConfigMap"),
     ("volcano_podgroups", gang.VOLCANO_API_VERSION, gang.KIND),
     ("scheduler_plugins_podgroups", gang.SCHEDULER_PLUGINS_API_VERSION, gang.KIND),
+    ("workloads", gang.KUBERNETES_API_VERSION, gang.WORKLOAD_KIND),
+    ("kubernetes_podgroups", gang.KUBERNETES_API_VERSION, gang.KIND),
 )
 
 

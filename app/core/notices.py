@@ -9,7 +9,6 @@ from __future__ import annotations
 from app.api.types import ConditionType
 from app.core.intents import ConditionIntent, RemoveCondition, SetCondition, Write
 from app.core.reasons import REASON_LINT, REASON_PODGROUP_NOT_DECLARED
-from app.kube.gang import RESOURCE as PODGROUPS
 from app.kube.gang import GangScheduler
 
 
@@ -31,7 +30,8 @@ def notices(
 def _gang_unavailable(scheduler: GangScheduler) -> SetCondition:
     message = (
         f"MPI_OPERATOR_GANG_SCHEDULING is {scheduler.scheduler_name!r} but the CompositeController does not"
-        f" declare the PodGroup child ({scheduler.api_version} {PODGROUPS}); apply {scheduler.overlay}/."
+        f" declare the PodGroup child ({scheduler.api_version} {' and '.join(scheduler.resources)});"
+        f" apply {scheduler.overlay}/."
         " The job runs without gang scheduling."
     )
     kind = ConditionType.GANG_SCHEDULING_UNAVAILABLE

@@ -168,6 +168,12 @@ class Children(msgspec.Struct, frozen=True, gc=False):
     scheduler_plugins_podgroups: dict[str, ObservedObject] | None = msgspec.field(
         default=None, name=f"{gang.KIND}.{gang.SCHEDULER_PLUGINS_API_VERSION}"
     )
+    kubernetes_podgroups: dict[str, ObservedObject] | None = msgspec.field(
+        default=None, name=f"{gang.KIND}.{gang.KUBERNETES_API_VERSION}"
+    )
+    workloads: dict[str, ObservedObject] | None = msgspec.field(
+        default=None, name=f"{gang.WORKLOAD_KIND}.{gang.KUBERNETES_API_VERSION}"
+    )
 
 
 class ObservedPriorityClass(msgspec.Struct, frozen=True, gc=False):
@@ -221,9 +227,12 @@ class Controller(msgspec.Struct, frozen=True, gc=False):
 
     @property
     def declared_podgroups(self) -> frozenset[str]:
-        """The PodGroup apiVersions Metacontroller manages as children (a gang overlay is applied)."""
+        """The PodGroup apiVersions Metacontroller manages as children (a gang overlay is applied): with the
+        Workload API, only when the Workload is declared too."""
         versions = gang.PODGROUP_API_VERSIONS
-        return frozenset(v for v in versions if self.declares_child(v, gang.RESOURCE))
+        return frozenset(
+            v for v in versions if all(self.declares_child(v, r) for r in gang.child_resources(v))
+        )
 
 
 class ParentHead(msgspec.Struct, frozen=True, gc=False):
