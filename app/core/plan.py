@@ -101,8 +101,8 @@ def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
         suspended=paused.suspended,
         launcher_done=launcher_done,
         cleaned=cleaned,
-        topology=topology_key(job.metadata.annotations),
     )
+    gang = gang_scheduling.with_topology(gang, inputs.gang, topology_key(job.metadata.annotations))
     progress = stage.Progress(finished_before, paused, restarts, finish.ending, launcher_job, workers)
     advice = notices(finished_before, gang, inputs.gang, inputs.warning)
     job_stage = stage.decide(job, progress, inputs.now)

@@ -41,27 +41,8 @@ def decide(
     suspended: bool,
     launcher_done: bool,
     cleaned: bool,
-    topology: str = "",
 ) -> Gang:
-    """``cleaned``: cleanPodPolicy deletes its workers in this sync; ``topology``: the job's topology key."""
-    gang = _podgroup(
-        configured, observed, finished_before=finished_before, suspended=suspended,
-        launcher_done=launcher_done, cleaned=cleaned,
-    )  # fmt: skip
-    if topology and (configured is None or not configured.kubernetes):
-        return replace(gang, refused_topology=topology)
-    return gang
-
-
-def _podgroup(
-    configured: GangScheduler | None,
-    observed: Observed,
-    *,
-    finished_before: bool,
-    suspended: bool,
-    launcher_done: bool,
-    cleaned: bool,
-) -> Gang:
+    """``cleaned``: cleanPodPolicy deletes its workers in this sync."""
     if configured is None:
         return Gang()
     if configured.api_version not in observed.podgroups_declared:
@@ -74,3 +55,10 @@ def _podgroup(
     if launcher_done:
         return Gang(configured, exists)  # upstream neither creates nor deletes it once the launcher is done
     return Gang(configured, True)
+
+
+def with_topology(gang: Gang, configured: GangScheduler | None, topology: str) -> Gang:
+    """``gang`` and the job's topology key (``topology``) that no backend but the Workload API can honour."""
+    if topology and (configured is None or not configured.kubernetes):
+        return replace(gang, refused_topology=topology)
+    return gang

@@ -155,7 +155,8 @@ def test_a_topology_key_only_the_workload_api_honours(scheduler: GangScheduler |
     """Ours: refused with a notice rather than ignored; the gang itself is decided as without it."""
     seen = observed(podgroups_declared=BOTH_DECLARED)
     flags = {"finished_before": False, "suspended": False, "launcher_done": False, "cleaned": False}
-    decided = gang_scheduling.decide(scheduler, seen, **flags, topology="topology.kubernetes.io/zone")
     without = gang_scheduling.decide(scheduler, seen, **flags)
+    decided = gang_scheduling.with_topology(without, scheduler, "topology.kubernetes.io/zone")
     assert decided.refused_topology == ("topology.kubernetes.io/zone" if refused else "")
     assert (decided.scheduler, decided.podgroup) == (without.scheduler, without.podgroup)
+    assert gang_scheduling.with_topology(without, scheduler, "") == without
