@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from app.settings import Settings
-from tests.support.builders import mpijob, sync_request
+from tests.support.builders import mpijob, observe, sync_request
 from tests.support.golden_cases import run
 
 VOLCANO = Settings(gang_scheduling="volcano")
@@ -117,3 +117,20 @@ def test_a_bad_topology_key_is_a_validation_error() -> None:
     (invalid,) = [c for c in response["status"]["conditions"] if c["reason"] == "ValidationError"]
     assert f"metadata.annotations[{TOPOLOGY}]: Invalid value: " in invalid["message"]
     assert "node label key" in invalid["message"]
+
+
+def test_a_frozen_job_keeps_its_workload_api_children_with_their_spec() -> None:
+    """An invalid edit freezes the children. Under server-side apply there is no last-applied annotation,
+    and a stub without the immutable spec would make Metacontroller (Recreate) delete the objects and fail
+    to create them again: the stored spec comes back instead."""
+    settings = Settings(gang_scheduling="kubernetes")
+    job = mpijob().status({"replicaStatuses": {"Worker": {}}, "observedGeneration": 1})
+    first = run(sync_request(job.build(), podgroup="kubernetes"), settings)["children"]
+    observed = [observe(c) for c in first]
+    for child in observed:
+        del child["metadata"]["annotations"]["metacontroller.k8s.io/last-applied-configuration"]
+    edited = job.generation(2).workers(-1).build()
+    children = run(sync_request(edited, observed, podgroup="kubernetes"), settings)["children"]
+    by_kind = {(c["kind"], c["apiVersion"]): c for c in children}
+    for built in (c for c in first if c["apiVersion"] == "scheduling.k8s.io/v1alpha2"):
+        assert by_kind[(built["kind"], built["apiVersion"])]["spec"] == built["spec"]
