@@ -74,7 +74,10 @@ class Settings(BaseSettings):
         default="", description="Like --cluster-domain: suffix of the host names in the hostfile."
     )
     gang_scheduling: str = Field(
-        default="", description="Like --gang-scheduling: 'volcano', another scheduler name, or empty."
+        default="",
+        description=(
+            "Like --gang-scheduling: 'volcano', another scheduler name, or empty; ours: 'kubernetes'."
+        ),
     )
     ssh_key_seed_file: Path | None = Field(
         default=None,

@@ -1,7 +1,8 @@
 """The PodGroup ``<job>`` that gang-schedules an MPIJob, and the Pod decoration that joins it.
 
 Upstream's ``--gang-scheduling`` picks a PodGroup kind: Volcano's or the scheduler-plugins coscheduler's
-(``app.kube.gang``). The builders here are pure and take plain values (``GangJob``) and the observed
+(``app.kube.gang``); the Workload API's children are built in ``app.children.workload``. The builders
+here are pure and take plain values (``GangJob``) and the observed
 PriorityClass values, so the core decides only *whether* a PodGroup exists, never what is in it. Two
 deliberate fixes to upstream (docs/compatibility.md):
 
@@ -29,6 +30,8 @@ VOLCANO_QUEUE_ANNOTATION = "scheduling.volcano.sh/queue-name"
 VOLCANO_GROUP_ANNOTATION = "scheduling.k8s.io/group-name"
 # scheduler-plugins: the Pod label naming the group.
 SCHEDULER_PLUGINS_GROUP_LABEL = "scheduling.x-k8s.io/pod-group"
+# The Workload API (Kubernetes 1.36): the Pod spec field naming the group.
+POD_SCHEDULING_GROUP = "schedulingGroup"
 
 
 @dataclass(frozen=True, slots=True)
@@ -179,24 +182,30 @@ def pod_group(scheduler: GangScheduler, job: GangJob, priorities: Mapping[str, i
 class Membership:
     """What joins a Pod (the launcher's template, every worker) to the job's PodGroup."""
 
-    scheduler_name: str
     labels: Mapping[str, str]
     annotations: Mapping[str, str]
+    # Pod spec fields set over the user's: the gang scheduler's schedulerName, or the Workload API's group.
+    spec: Mapping[str, Any]
 
 
 def membership(scheduler: GangScheduler, job_name: str) -> Membership:
     group = names.podgroup_name(job_name)
+    if scheduler.kubernetes:
+        # The default scheduler (or the user's own) reads spec.schedulingGroup; schedulerName is left alone.
+        return Membership({}, {}, {POD_SCHEDULING_GROUP: {"podGroupName": group}})
+    scheduler_name = {"schedulerName": scheduler.scheduler_name}
     if scheduler.volcano:
-        return Membership(scheduler.scheduler_name, {}, {VOLCANO_GROUP_ANNOTATION: group})
-    return Membership(scheduler.scheduler_name, {SCHEDULER_PLUGINS_GROUP_LABEL: group}, {})
+        return Membership({}, {VOLCANO_GROUP_ANNOTATION: group}, scheduler_name)
+    return Membership({SCHEDULER_PLUGINS_GROUP_LABEL: group}, {}, scheduler_name)
 
 
 def decorate(
     membership: Membership, labels: Mapping[str, str], annotations: Mapping[str, str], spec: Mapping[str, Any]
 ) -> tuple[dict[str, str], dict[str, str], dict[str, Any]]:
-    """New labels, annotations and pod spec with the group's; a user's schedulerName is overridden."""
+    """New labels, annotations and pod spec with the group's; a user's schedulerName (or schedulingGroup)
+    is overridden."""
     return (
         {**labels, **membership.labels},
         {**annotations, **membership.annotations},
-        {**spec, "schedulerName": membership.scheduler_name},
+        {**spec, **membership.spec},
     )

@@ -120,14 +120,15 @@ def _name(job: dict[str, Any]) -> str:
 
 
 def _controller(gang_scheduling: str) -> dict[str, Any]:
-    """A CompositeController as the matching overlay declares it: with gang scheduling, its PodGroup child."""
-    from app.kube.gang import RESOURCE as PODGROUPS
+    """A CompositeController as the matching overlay declares it: with gang scheduling, its PodGroup child
+    (and the Workload, for the Workload API)."""
     from app.kube.gang import gang_scheduler
 
     scheduler = gang_scheduler(gang_scheduling)
     if scheduler is None:
         return {}
-    return {"spec": {"childResources": [{"apiVersion": scheduler.api_version, "resource": PODGROUPS}]}}
+    declared = [{"apiVersion": scheduler.api_version, "resource": r} for r in scheduler.resources]
+    return {"spec": {"childResources": declared}}
 
 
 def _sync(job: dict[str, Any], settings: Any, children: dict[str, dict[str, Any]]) -> Any:

@@ -80,6 +80,18 @@ def deadline_notes(job: Job) -> list[str]:
     return notes
 
 
+def workload_api_notes(job: Job) -> list[str]:
+    """The hook's Workload API backend (``kubernetes``) has no counterpart in Trainer v2.3."""
+    topology = job.metadata.annotations.get(names.GANG_TOPOLOGY_ANNOTATION)
+    annotation = f"metadata.annotations[{names.GANG_TOPOLOGY_ANNOTATION}]"
+    where = f"; {annotation} {topology!r} neither" if topology else ""
+    return [
+        "gang scheduling with the Workload API (--gang-scheduling kubernetes): not carried: Trainer v2.3's"
+        f" podGroupPolicy has no Workload policy, only Volcano and the coscheduler{where}; the runtime"
+        " schedules its Pods one by one"
+    ]
+
+
 def _gang_notes(job: Job, gang: GangScheduler | None) -> list[str]:
     policy = job.run_policy.scheduling_policy
     if gang is None:

@@ -1,8 +1,8 @@
 """The children one sync returns, rendered from the plan: every child that should exist, every time.
 
 Metacontroller deletes whatever is left out, so omission is how workers and the launcher go away.
-The order is the order Metacontroller creates them in: Service, ConfigMap, Secret, PodGroup, workers,
-launcher. The builders take what the plan decided: which workers, whether the launcher, the failure
+The order is the order Metacontroller creates them in: Service, ConfigMap, Secret, (Workload,) PodGroup,
+workers, launcher. The builders take what the plan decided: which workers, whether the launcher, the failure
 policy's attempt and the PodGroup the Pods join.
 """
 
@@ -16,6 +16,7 @@ from app.children.podgroup import gang_job, pod_group
 from app.children.service import build_service
 from app.children.ssh_secret import build_ssh_secret
 from app.children.templates import PodTemplates
+from app.children.workload import runtime_pod_group, workload
 from app.core.observed import Observed
 from app.core.plan import Plan
 from app.kube.keys import KeySource
@@ -32,7 +33,11 @@ def desired_children(
         build_ssh_secret(job, observed.secret, keys),
     ]
     if plan.gang.podgroup and scheduler is not None:
-        children.append(pod_group(scheduler, gang_job(job, plan.launcher_job.pending), observed.priorities))
+        gang = gang_job(job, plan.launcher_job.pending)
+        if scheduler.kubernetes:
+            children += [workload(gang), runtime_pod_group(gang)]
+        else:
+            children.append(pod_group(scheduler, gang, observed.priorities))
     workers = templates.worker_factory(attempt, scheduler) if plan.workers.indices else None
     if workers is not None:
         children += [workers.build(i) for i in plan.workers.indices]

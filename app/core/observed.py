@@ -9,7 +9,7 @@ from functools import cached_property
 
 from app.core.reasons import POD_EVICTED, REASON_DEADLINE_EXCEEDED
 from app.kube import names
-from app.kube.gang import SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION
+from app.kube.gang import KUBERNETES_API_VERSION, SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION
 from app.kube.pod_phase import PodPhase
 from app.kube.request import ObservedLauncherJob, ObservedPod, ObservedSecret, SyncRequest
 
@@ -169,6 +169,7 @@ def _podgroups(job_name: str, request: SyncRequest) -> frozenset[str]:
     kinds = (
         (VOLCANO_API_VERSION, request.children.volcano_podgroups),
         (SCHEDULER_PLUGINS_API_VERSION, request.children.scheduler_plugins_podgroups),
+        (KUBERNETES_API_VERSION, request.children.kubernetes_podgroups),
     )
     return frozenset(
         api_version

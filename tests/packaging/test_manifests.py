@@ -209,8 +209,10 @@ CC_WEBHOOK_KEYS = {
     "url", "service", "path", "timeout", "responseUnMarshallMode", "etag",
     "authorization", "basicAuth", "clientTLS", "caBundle",
 }  # fmt: skip
-# Rolling methods and Recreate delete or loop on the children this hook emits (docs/architecture.md).
+# Rolling methods and Recreate delete or loop on the children this hook emits (docs/architecture.md); the
+# Workload API's children are the exception: their specs are immutable, so an update can only be a Recreate.
 CC_ALLOWED_METHODS = {"OnDelete", "InPlace"}
+RECREATED_CHILDREN = {("scheduling.k8s.io/v1alpha2", resource) for resource in ("workloads", "podgroups")}
 
 
 def _unknown(obj: dict[str, Any], allowed: set[str], where: str) -> list[str]:
@@ -262,7 +264,8 @@ def composite_controller_problems(cc: dict[str, Any]) -> list[str]:
             problems.append(f"{where}.updateStrategy is missing")
             continue
         problems += _unknown(strategy, CC_STRATEGY_KEYS, f"{where}.updateStrategy")
-        if strategy.get("method") not in CC_ALLOWED_METHODS:
+        allowed = CC_ALLOWED_METHODS | ({"Recreate"} if key in RECREATED_CHILDREN else set())
+        if strategy.get("method") not in allowed:
             method = strategy.get("method")
             problems.append(f"{where}.updateStrategy.method is {method!r}, not one of OnDelete/InPlace")
 
@@ -695,10 +698,11 @@ def test_parent_resource_is_the_crd_with_status_subresource(
 
 
 def gang_setting_and_podgroup_children(built: list[dict[str, Any]]) -> tuple[str, list[dict[str, Any]]]:
+    """The hook's gang setting and the gang children the CompositeController declares (PodGroup, Workload)."""
     (container,) = find(built, "Deployment")["spec"]["template"]["spec"]["containers"]
     gang = next(e.get("value", "") for e in container["env"] if e["name"] == "MPI_OPERATOR_GANG_SCHEDULING")
     children = find(built, "CompositeController")["spec"]["childResources"]
-    return gang, [c for c in children if c["resource"] == "podgroups"]
+    return gang, [c for c in children if c["resource"] in ("podgroups", "workloads")]
 
 
 def test_base_has_no_gang_scheduling(built: list[dict[str, Any]]) -> None:
@@ -707,9 +711,16 @@ def test_base_has_no_gang_scheduling(built: list[dict[str, Any]]) -> None:
 
 # ------------------------------------------------------------------------------- gang scheduling overlays
 
+# directory: (setting, apiVersion, update strategy of its children)
 OVERLAYS = {
-    "deploy/overlays/volcano": ("volcano", "scheduling.volcano.sh/v1beta1"),
-    "deploy/overlays/scheduler-plugins": ("scheduler-plugins-scheduler", "scheduling.x-k8s.io/v1alpha1"),
+    "deploy/overlays/volcano": ("volcano", "scheduling.volcano.sh/v1beta1", "InPlace"),
+    "deploy/overlays/scheduler-plugins": (
+        "scheduler-plugins-scheduler",
+        "scheduling.x-k8s.io/v1alpha1",
+        "InPlace",
+    ),
+    # Immutable specs: a changed minCount or topology can only be a new object.
+    "deploy/overlays/kubernetes": ("kubernetes", "scheduling.k8s.io/v1alpha2", "Recreate"),
 }
 
 
@@ -724,18 +735,16 @@ def test_overlays_were_found() -> None:
 
 
 def test_overlay_setting_and_declared_podgroup_child_agree(overlay: tuple[str, list[dict[str, Any]]]) -> None:
-    """The hook emits the PodGroup kind its setting selects; the overlay must declare exactly that one."""
+    """The hook emits the kinds its setting selects; the overlay must declare exactly those."""
     directory, built = overlay
-    gang, podgroups = gang_setting_and_podgroup_children(built)
+    gang, declared = gang_setting_and_podgroup_children(built)
     scheduler = gang_scheduler(gang)
     assert scheduler is not None and scheduler.overlay == directory
-    assert (gang, scheduler.api_version) == OVERLAYS[directory]
-    assert podgroups == [
-        {
-            "apiVersion": scheduler.api_version,
-            "resource": "podgroups",
-            "updateStrategy": {"method": "InPlace"},
-        }
+    setting, api_version, method = OVERLAYS[directory]
+    assert (gang, scheduler.api_version) == (setting, api_version)
+    assert declared == [
+        {"apiVersion": api_version, "resource": resource, "updateStrategy": {"method": method}}
+        for resource in scheduler.resources
     ]
 
 
@@ -745,12 +754,12 @@ def test_overlay_changes_only_the_setting_and_the_child(
     _, changed = overlay
     assert composite_controller_problems(find(changed, "CompositeController")) == []
     k8s_validate(find(changed, "Deployment"))
-    gang, podgroups = gang_setting_and_podgroup_children(changed)
+    gang, declared = gang_setting_and_podgroup_children(changed)
 
     def normalised(objects: list[dict[str, Any]]) -> list[dict[str, Any]]:
         objects = copy.deepcopy(objects)
         cc = find(objects, "CompositeController")
-        cc["spec"]["childResources"] = [c for c in cc["spec"]["childResources"] if c not in podgroups]
+        cc["spec"]["childResources"] = [c for c in cc["spec"]["childResources"] if c not in declared]
         (container,) = find(objects, "Deployment")["spec"]["template"]["spec"]["containers"]
         container["env"] = sorted(
             (
@@ -761,7 +770,8 @@ def test_overlay_changes_only_the_setting_and_the_child(
         )
         return objects
 
-    assert gang and len(podgroups) == 1
+    scheduler = gang_scheduler(gang)
+    assert scheduler is not None and len(declared) == len(scheduler.resources)
     assert normalised(changed) == normalised(built)
 
 
