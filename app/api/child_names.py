@@ -100,6 +100,23 @@ def is_dns1123_subdomain(value: str) -> bool:
     return len(value) <= DNS1123_SUBDOMAIN_MAX and _DNS1123_SUBDOMAIN.fullmatch(value) is not None
 
 
+_QUALIFIED_NAME = re.compile(r"[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?")
+QUALIFIED_NAME_MAX = 63
+# Ours: the MPIJob annotation naming a node label key (e.g. topology.kubernetes.io/zone): with the Workload
+# API backend every Pod of the gang lands on nodes sharing one value of it. Here, with the label-key rule,
+# because validation checks it.
+GANG_TOPOLOGY_ANNOTATION = "mpi-operator-hook/gang-topology-key"
+
+
+def is_label_key(value: str) -> bool:
+    """apimachinery's ``IsQualifiedName``: an optional DNS-subdomain prefix and ``/``, then a name of at
+    most 63 characters: alphanumerics, ``-``, ``_`` and ``.``, alphanumeric at both ends."""
+    prefix, slash, name = value.rpartition("/")
+    if slash and not is_dns1123_subdomain(prefix):
+        return False
+    return len(name) <= QUALIFIED_NAME_MAX and _QUALIFIED_NAME.fullmatch(name) is not None
+
+
 def cluster_domain_setting(setting: str) -> str:
     """The cluster domain a setting names, surrounding spaces and dots dropped (``cluster.local.`` is
     ``cluster.local``); ``ValueError`` unless empty or a DNS subdomain."""

@@ -105,7 +105,7 @@ def validate(job: Job, *, cluster_domain: str = "", annotation_budget: bool = Tr
     ``cluster_domain`` and ``annotation_budget`` (Metacontroller's default dynamic-apply keeps each child's
     last applied configuration in a 256 KiB annotation) size the ConfigMap check of ``limits``.
     """
-    errors = [*_validate_name(job), *_validate_spec(job, "spec")]
+    errors = [*_validate_name(job), *_validate_annotations(job), *_validate_spec(job, "spec")]
     if not errors:
         errors = _validate_sizes(job, cluster_domain, annotation_budget)
     return errors
@@ -131,6 +131,17 @@ def _validate_sizes(job: Job, cluster_domain: str, annotation_budget: bool) -> l
         path = f"{field_path.replica_spec(ReplicaType.WORKER)}.replicas"
         errors.append(FieldError(path, "Invalid", detail, job.worker_replicas))
     return errors
+
+
+def _validate_annotations(job: Job) -> list[FieldError]:
+    """Ours: the gang topology annotation names a node label key, else the PodGroup could never be made."""
+    key = child_names.GANG_TOPOLOGY_ANNOTATION
+    value = job.metadata.annotations.get(key, "").strip()
+    if not value or child_names.is_label_key(value):
+        return []
+    detail = "must be a node label key such as 'topology.kubernetes.io/zone' (an optional DNS subdomain and"
+    detail += " '/', then at most 63 alphanumerics, '-', '_' or '.', alphanumeric at both ends)"
+    return [FieldError(f"metadata.annotations[{key}]", "Invalid", detail, value)]
 
 
 def _validate_name(job: Job) -> list[FieldError]:

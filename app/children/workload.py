@@ -16,21 +16,16 @@ from typing import Any
 
 from app.children.podgroup import GangJob, min_member
 from app.kube import names
-from app.kube.gang import KIND, KUBERNETES_API_VERSION, WORKLOAD_KIND
+from app.kube.gang import KIND, KUBERNETES_API_VERSION, WORKLOAD_KIND, topology_key
 
 # The one PodGroupTemplate of an MPIJob's Workload: the launcher and the workers form one gang.
 TEMPLATE_NAME = "mpijob"
 
 
-def topology_key(job: GangJob) -> str:
-    """The node label key every Pod of the gang must share a value of (the MPIJob's annotation), or ''."""
-    return job.annotations.get(names.GANG_TOPOLOGY_ANNOTATION, "").strip()
-
-
 def _policy_and_constraints(job: GangJob) -> dict[str, Any]:
     # The API requires minCount >= 1; a gang of one (minAvailable 0) is no gang, as with the others.
     fields: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": max(min_member(job), 1)}}}
-    if key := topology_key(job):
+    if key := topology_key(job.annotations):
         fields["schedulingConstraints"] = {"topology": [{"key": key}]}
     return fields
 

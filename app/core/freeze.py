@@ -3,7 +3,9 @@
 Metacontroller deletes any observed child left out of a response, so "change nothing" means returning
 each one. Re-emitting the object we last applied (Metacontroller keeps it in an annotation) is a no-op
 under its 3-way merge. Without that annotation (server-side apply) a stub of identity is returned,
-which is a no-op for the ``OnDelete`` kinds and keeps the object for the others.
+which is a no-op for the ``OnDelete`` kinds and keeps the object for the others; the Workload API's
+children (``Recreate``: any difference deletes them) get their stored spec back, which is immutable and so
+exactly what was applied (a stub without it would be deleted and could not be created again).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ import orjson
 
 from app.kube import gang
 from app.kube.names import CONTROLLER_UID_LABEL, LAST_APPLIED_ANNOTATION
-from app.kube.request import Meta, SyncRequest
+from app.kube.request import Meta, ObservedImmutable, SyncRequest
 
 _KINDS = (
     ("pods", "v1", "Pod"),
@@ -33,7 +35,10 @@ def frozen_children(request: SyncRequest) -> list[dict[str, Any]]:
     children = []
     for attribute, api_version, kind in _KINDS:
         for child in (getattr(request.children, attribute) or {}).values():
-            children.append(_as_last_applied(child.metadata, api_version, kind))
+            stored = _as_last_applied(child.metadata, api_version, kind)
+            if isinstance(child, ObservedImmutable) and child.spec is not None and "spec" not in stored:
+                stored["spec"] = child.spec
+            children.append(stored)
     return children
 
 

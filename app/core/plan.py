@@ -24,7 +24,7 @@ from app.core.intents import ConditionIntent
 from app.core.notices import notices
 from app.core.observed import Observed, count_workers
 from app.core.policies import failure, finishing, gang_scheduling, launcher_creation, suspension, worker_pods
-from app.kube.gang import GangScheduler
+from app.kube.gang import GangScheduler, topology_key
 
 
 @dataclass(frozen=True, slots=True)
@@ -102,8 +102,9 @@ def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
         launcher_done=launcher_done,
         cleaned=cleaned,
     )
+    gang = gang_scheduling.with_topology(gang, inputs.gang, topology_key(job.metadata.annotations))
     progress = stage.Progress(finished_before, paused, restarts, finish.ending, launcher_job, workers)
-    advice = notices(finished_before, gang.undeclared, inputs.warning)
+    advice = notices(finished_before, gang, inputs.gang, inputs.warning)
     job_stage = stage.decide(job, progress, inputs.now)
     return Plan(
         finished_before, paused, restarts, finish, workers, launcher_decision, gang, job_stage, advice

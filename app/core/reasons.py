@@ -16,10 +16,12 @@ REASON_FAILED = "MPIJobFailed"
 REASON_EVICTED = "MPIJobEvicted"
 REASON_INVALID = "ValidationError"
 
-# Ours: the lint Warning, a gang scheduler without its PodGroup child, and the failure policy's Failed
-# reasons (its Restarting reasons name the failed replica and why: ``PodFailure.reason``).
+# Ours: the lint Warning, a gang scheduler without its PodGroup child (or a topology key it cannot honour),
+# and the failure policy's Failed reasons (its Restarting reasons name the failed replica and why:
+# ``PodFailure.reason``).
 REASON_LINT = "LintWarnings"
 REASON_PODGROUP_NOT_DECLARED = "PodGroupChildNotDeclared"
+REASON_TOPOLOGY_REFUSED = "TopologyNeedsWorkloadAPI"
 REASON_FAIL_JOB_RULE = "FailJobRule"
 REASON_MAX_RESTARTS = "MaxRestartsReached"
 

@@ -10,9 +10,10 @@ CompositeController's declarations) that ``app.children.podgroup`` builds.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 
-from app.api.child_names import is_dns1123_subdomain
+from app.api.child_names import GANG_TOPOLOGY_ANNOTATION, is_dns1123_subdomain
 
 VOLCANO = "volcano"
 VOLCANO_API_VERSION = "scheduling.volcano.sh/v1beta1"
@@ -62,6 +63,11 @@ class GangScheduler:
         if self.kubernetes:
             return "deploy/overlays/kubernetes"
         return "deploy/overlays/volcano" if self.volcano else "deploy/overlays/scheduler-plugins"
+
+
+def topology_key(annotations: Mapping[str, str]) -> str:
+    """The node label key an MPIJob asks its gang to share (``names.GANG_TOPOLOGY_ANNOTATION``), or ''."""
+    return annotations.get(GANG_TOPOLOGY_ANNOTATION, "").strip()
 
 
 def gang_setting(setting: str) -> str:

@@ -46,9 +46,7 @@ HOSTFILE_PATH = f"{CONFIG_MOUNT_PATH}/{HOSTFILE_KEY}"
 # bounds its wait in seconds ("0": no such container).
 WAIT_FOR_WORKERS_CONTAINER = "wait-for-workers"
 LAUNCHER_WAIT_ANNOTATION = "mpi-operator-hook/launcher-wait-seconds"
-# The MPIJob annotation naming a node label key (e.g. topology.kubernetes.io/zone): with the Workload API
-# backend every Pod of the gang lands on nodes sharing one value of it.
-GANG_TOPOLOGY_ANNOTATION = "mpi-operator-hook/gang-topology-key"
+GANG_TOPOLOGY_ANNOTATION = _api.GANG_TOPOLOGY_ANNOTATION
 
 SSH_AUTH_VOLUME = "ssh-auth"
 SSH_PRIVATE_KEY = "ssh-privatekey"

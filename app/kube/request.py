@@ -8,6 +8,8 @@ map key, so hook versions v1 (``name``) and v2 (``namespace/name``) both work.
 
 from __future__ import annotations
 
+from typing import Any
+
 import msgspec
 
 from app.api.types import API_VERSION, KIND
@@ -156,6 +158,13 @@ class ObservedObject(msgspec.Struct, frozen=True, gc=False):
     metadata: Meta = Meta()
 
 
+class ObservedImmutable(msgspec.Struct, frozen=True, gc=False):
+    """A Workload API child: its spec is immutable, so what is stored is what was applied (``freeze``)."""
+
+    metadata: Meta = Meta()
+    spec: dict[str, Any] | None = None
+
+
 class Children(msgspec.Struct, frozen=True, gc=False):
     pods: dict[str, ObservedPod] | None = msgspec.field(default=None, name="Pod.v1")
     launcher_jobs: dict[str, ObservedLauncherJob] | None = msgspec.field(default=None, name="Job.batch/v1")
@@ -168,10 +177,10 @@ class Children(msgspec.Struct, frozen=True, gc=False):
     scheduler_plugins_podgroups: dict[str, ObservedObject] | None = msgspec.field(
         default=None, name=f"{gang.KIND}.{gang.SCHEDULER_PLUGINS_API_VERSION}"
     )
-    kubernetes_podgroups: dict[str, ObservedObject] | None = msgspec.field(
+    kubernetes_podgroups: dict[str, ObservedImmutable] | None = msgspec.field(
         default=None, name=f"{gang.KIND}.{gang.KUBERNETES_API_VERSION}"
     )
-    workloads: dict[str, ObservedObject] | None = msgspec.field(
+    workloads: dict[str, ObservedImmutable] | None = msgspec.field(
         default=None, name=f"{gang.WORKLOAD_KIND}.{gang.KUBERNETES_API_VERSION}"
     )
 

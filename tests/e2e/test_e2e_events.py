@@ -158,6 +158,7 @@ UPSTREAM_EVENTS = {
 OUR_EVENTS = {
     "LintWarnings": "Warning",
     "PodGroupChildNotDeclared": "Warning",
+    "TopologyNeedsWorkloadAPI": "Warning",
     "WorkerError": "Warning",
     "FailJobRule": "Warning",
     "MaxRestartsReached": "Warning",

@@ -52,6 +52,7 @@ def test_children_leave_ownership_to_metacontroller(
             "batch/v1",
             "scheduling.volcano.sh/v1beta1",
             "scheduling.x-k8s.io/v1alpha1",
+            "scheduling.k8s.io/v1alpha2",
         }, label(child)
 
 

@@ -1,4 +1,4 @@
-"""Gang scheduling through the fake Metacontroller: the PodGroup over a job's life, for both schedulers.
+"""Gang scheduling through the fake Metacontroller: the PodGroup over a job's life, for each scheduler.
 
 The CompositeController is the shipped one with the PodGroup child added exactly as each overlay's patch
 adds it, and the hook runs with the overlay's setting. Every PodGroup the fake creates or updates passes
@@ -32,7 +32,13 @@ from tests.hook.test_lifecycle import (
 )
 from tests.support import paths
 from tests.support.builders import mpijob
-from tests.support.metacontroller import COMPOSITE_CONTROLLER, FakeMetacontroller, Golden, Writes
+from tests.support.metacontroller import (
+    COMPOSITE_CONTROLLER,
+    ContractViolation,
+    FakeMetacontroller,
+    Golden,
+    Writes,
+)
 from tests.support.paths import ROOT
 
 GOLDEN = paths.GOLDEN / "lifecycle"
@@ -326,3 +332,146 @@ def run_workers_and_launcher_without_gang(mc: FakeMetacontroller) -> None:
         mc,
         {"GangSchedulingUnavailable": ("True", "PodGroupChildNotDeclared"), **RUNNING},
     )
+
+
+# --- ours: Kubernetes' Workload API (deploy/overlays/kubernetes) ------------------------------------------
+
+WORKLOAD_API = "deploy/overlays/kubernetes"
+WORKLOAD = "Workload.scheduling.k8s.io/v1alpha2/pi"
+K8S_PODGROUP = "PodGroup.scheduling.k8s.io/v1alpha2/pi"
+TOPOLOGY = "mpi-operator-hook/gang-topology-key"
+
+
+def workload_fake(scenario: str, update_golden: bool) -> FakeMetacontroller:
+    controller, settings = overlay(WORKLOAD_API)
+    golden = Golden(GOLDEN / f"gang-kubernetes-{scenario}", update_golden)
+    return FakeMetacontroller(controller, settings=settings, golden=golden)
+
+
+def gang_of(mc: FakeMetacontroller) -> tuple[int, list[str]]:
+    """The Workload's and the PodGroup's minCount (they must agree) and topology keys."""
+    group, workload = mc.get("PodGroup", "pi"), mc.get("Workload", "pi")
+    assert group is not None and workload is not None
+    (template,) = workload["spec"]["podGroupTemplates"]
+    assert group["spec"]["podGroupTemplateRef"]["workload"] == {
+        "workloadName": "pi",
+        "podGroupTemplateName": template["name"],
+    }
+    for key in ("schedulingPolicy", "schedulingConstraints"):
+        assert group["spec"].get(key) == template.get(key)
+    keys = [t["key"] for t in (template.get("schedulingConstraints") or {}).get("topology", [])]
+    return template["schedulingPolicy"]["gang"]["minCount"], keys
+
+
+def in_group(mc: FakeMetacontroller) -> bool:
+    """Every worker Pod and the launcher's template name the group and keep the default scheduler."""
+    templates: list[Any] = [mc.get("Pod", name) for name in mc.names("Pod")]
+    launcher = mc.get("Job", "pi-launcher")
+    if launcher is not None:
+        templates.append(launcher["spec"]["template"])
+    return bool(templates) and all(
+        t["spec"].get("schedulingGroup") == {"podGroupName": "pi"} and "schedulerName" not in t["spec"]
+        for t in templates
+    )
+
+
+@pytest.mark.parametrize(("policy", "kept"), [("None", True), ("Running", False)])
+def test_workload_api_create_run_finish(policy: str, kept: bool, update_golden: bool) -> None:
+    """The Workload and its PodGroup come with the workers, as the other backends' PodGroup, and go with
+    them under cleanPodPolicy Running."""
+    mc = workload_fake(f"finish-{policy.lower()}", update_golden)
+    mc.apply_mpijob(job(cleanPodPolicy=policy))
+    assert mc.sync() == Writes(
+        status=1, created=[SERVICE, CONFIGMAP, SECRET, WORKLOAD, K8S_PODGROUP, pod(0), pod(1), LAUNCHER]
+    )
+    assert gang_of(mc) == (3, [])
+    assert in_group(mc)
+    steady(mc)
+    run_workers_and_launcher(mc)
+
+    mc.advance(10)
+    mc.finish_launcher("Complete")
+    assert mc.sync() == Writes(status=1)
+    mc.advance(10)
+    writes = mc.sync()
+    if kept:
+        assert writes == Writes()
+        assert (mc.names("Workload"), mc.names("PodGroup")) == (["pi"], ["pi"])
+    else:
+        assert writes == Writes(updated=[CONFIGMAP], deleted=[WORKLOAD, K8S_PODGROUP, pod(0), pod(1)])
+    steady(mc)
+
+
+def test_workload_api_wait_for_workers_ready_recreates_the_gang(update_golden: bool) -> None:
+    """The gang counts the workers until the launcher exists; then minCount counts it too. Both specs are
+    immutable: Metacontroller (Recreate) deletes both and creates them anew on the next sync, never a 422.
+    """
+    mc = workload_fake("wait-for-workers-ready", update_golden)
+    mc.apply_mpijob(mpijob("pi").workers(3).wait_for_workers().build())
+    steady(mc)
+    assert gang_of(mc) == (3, [])
+    mc.advance(10)
+    mc.workers_running(ready=False)
+    assert mc.sync() == Writes(status=1, updated=[CONFIGMAP])
+
+    mc.advance(10)
+    mc.workers_running(ready=True)
+    assert mc.sync() == Writes(created=[LAUNCHER], deleted=[WORKLOAD, K8S_PODGROUP])
+    assert mc.sync() == Writes(status=1, created=[WORKLOAD, K8S_PODGROUP])  # the launcher Job observed
+    assert gang_of(mc) == (4, [])
+    assert in_group(mc)
+    steady(mc)
+
+
+def test_workload_api_suspend_resume_and_edits(update_golden: bool) -> None:
+    """Suspending drops the group with the Pods; resuming makes it from the current spec. A running job's
+    schedulingPolicy or topology edit makes a new group (same name) instead of an update."""
+    mc = workload_fake("suspend-resume", update_golden)
+    mc.apply_mpijob(job())
+    steady(mc)
+    run_workers_and_launcher(mc)
+
+    mc.advance(10)
+    mc.edit_spec("runPolicy.suspend", True)
+    assert mc.sync() == Writes(
+        status=1, updated=[CONFIGMAP], deleted=[WORKLOAD, K8S_PODGROUP, pod(0), pod(1), LAUNCHER]
+    )
+    steady(mc)
+    assert (mc.names("Workload"), mc.names("PodGroup")) == ([], [])
+
+    mc.advance(10)
+    mc.edit_spec("mpiReplicaSpecs.Worker.replicas", 3)
+    mc.edit_spec("runPolicy.suspend", False)
+    assert mc.sync() == Writes(
+        status=1, updated=[CONFIGMAP], created=[WORKLOAD, K8S_PODGROUP, pod(0), pod(1), pod(2), LAUNCHER]
+    )
+    assert gang_of(mc) == (4, [])
+    steady(mc)
+
+    mc.advance(10)
+    mc.edit_spec("runPolicy.schedulingPolicy", {"minAvailable": 2})
+    assert mc.sync() == Writes(status=1, deleted=[WORKLOAD, K8S_PODGROUP])
+    steady(mc)
+    assert gang_of(mc) == (2, [])
+
+    mc.advance(10)
+    assert mc.parent is not None
+    mc.parent["metadata"].setdefault("annotations", {})[TOPOLOGY] = "topology.kubernetes.io/zone"  # annotate
+    assert mc.sync() == Writes(deleted=[WORKLOAD, K8S_PODGROUP])
+    steady(mc)
+    assert gang_of(mc) == (2, ["topology.kubernetes.io/zone"])
+    assert in_group(mc)
+
+
+def test_workload_api_in_place_would_be_refused_for_ever() -> None:
+    """Why the overlay says Recreate: with InPlace the changed minCount is an update of an immutable spec."""
+    controller, settings = overlay(WORKLOAD_API)
+    for child in controller["spec"]["childResources"]:
+        if child["apiVersion"] == "scheduling.k8s.io/v1alpha2":
+            child["updateStrategy"] = {"method": "InPlace"}
+    mc = FakeMetacontroller(controller, settings=settings)
+    mc.apply_mpijob(job())
+    steady(mc)
+    mc.edit_spec("runPolicy.schedulingPolicy", {"minAvailable": 2})
+    with pytest.raises(ContractViolation, match="spec is immutable"):
+        mc.sync()

@@ -25,6 +25,7 @@ EXAMPLES = sorted((paths.ROOT / "examples").rglob("*.yaml"))
 GANG = {
     "pi-volcano.yaml": ("volcano", "volcano"),
     "pi-scheduler-plugins.yaml": ("scheduler-plugins-scheduler", "plugins"),
+    "pi-kubernetes.yaml": ("kubernetes", "kubernetes"),
 }
 
 
@@ -52,7 +53,8 @@ def test_example_first_sync(path: Path) -> None:
     assert set(conditions) == {"Created"}, conditions
     workers = job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"]
     kinds = sorted(c["kind"] for c in response["children"])
-    expected = ["ConfigMap", "Secret", "Service", *["Pod"] * workers, *(["PodGroup"] if podgroup else [])]
+    gang = (["PodGroup"] if podgroup else []) + (["Workload"] if podgroup == "kubernetes" else [])
+    expected = ["ConfigMap", "Secret", "Service", *["Pod"] * workers, *gang]
     if job["spec"].get("launcherCreationPolicy", "AtStartup") == "AtStartup":
         expected.append("Job")
     assert kinds == sorted(expected)

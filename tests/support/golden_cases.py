@@ -187,8 +187,9 @@ def _scale_down() -> dict[str, Any]:
 
 VOLCANO = {"gang_scheduling": "volcano"}
 PLUGINS = {"gang_scheduling": "scheduler-plugins-scheduler"}
+KUBERNETES = {"gang_scheduling": "kubernetes"}
 PRIORITY_CLASSES = [priority_class("high", 100_010), priority_class("low", 10_010)]
-GANG_KIND = {"volcano": VOLCANO, "plugins": PLUGINS}
+GANG_KIND = {"volcano": VOLCANO, "plugins": PLUGINS, "kubernetes": KUBERNETES}
 GANG_RUNNING_STATUS = {
     **RUNNING_STATUS,
     "replicaStatuses": {"Launcher": {"active": 1}, "Worker": {"active": 4}},
@@ -343,6 +344,30 @@ CASES: dict[str, Case] = {
         ),
         settings=PLUGINS,
         doc="every child exists: the same PodGroup again",
+    ),
+    "kubernetes-first-sync": Case(
+        lambda: _gang_request(
+            "kubernetes",
+            gang_job()
+            .set(
+                "metadata.annotations", {"mpi-operator-hook/gang-topology-key": "topology.kubernetes.io/zone"}
+            )
+            .run_policy(schedulingPolicy={"minAvailable": 3, "priorityClass": "high"}),
+            [],
+        ),
+        settings=KUBERNETES,
+        doc="Workload and PodGroup minCount 3, topology from the annotation, no priorityClassName (behind the"
+        " WorkloadAwarePreemption gate); Pods keep their schedulerName and priorityClassName",
+    ),
+    "kubernetes-running-steady": Case(
+        lambda: _gang_request(
+            "kubernetes",
+            gang_job().status(GANG_RUNNING_STATUS),
+            _gang_running("kubernetes", gang_job()),
+            LAUNCHER_RUNNING,
+        ),
+        settings=KUBERNETES,
+        doc="every child exists: the same Workload and PodGroup again",
     ),
     "volcano-wait-for-workers-pending": Case(
         lambda: _gang_wait_for_workers(ready=False),

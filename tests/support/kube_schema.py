@@ -20,18 +20,20 @@ from referencing import Registry, Resource
 from tests.support import paths
 
 KUBERNETES_VERSION = "1.32.0"
+# The Workload API (scheduling.k8s.io/v1alpha2) and a Pod's spec.schedulingGroup are Kubernetes 1.36's.
+WORKLOAD_API_VERSION = "1.36.0"
 REDACTED = "cmVkYWN0ZWQ="  # base64("redacted"): key material never reaches an error message
 
 
 @functools.cache
-def _definitions() -> Resource[Any]:
+def _definitions(version: str = KUBERNETES_VERSION) -> Resource[Any]:
     return Resource.from_contents(
-        schema_contents(f"kubernetes-json-schema/{_folder()}/_definitions.json", KUBERNETES_VERSION)
+        schema_contents(f"kubernetes-json-schema/{_folder(version)}/_definitions.json", version)
     )
 
 
-def _folder() -> str:
-    return f"v{KUBERNETES_VERSION}-local-strict"
+def _folder(version: str = KUBERNETES_VERSION) -> str:
+    return f"v{version}-local-strict"
 
 
 # Custom resources we emit: our own schemas, written from each project's Go API types (tests/schemas/).
@@ -74,14 +76,16 @@ def _custom_validator(api_version: str, kind: str) -> jsonschema.protocols.Valid
 
 
 @functools.cache
-def validator(api_version: str, kind: str) -> jsonschema.protocols.Validator:
+def validator(
+    api_version: str, kind: str, version: str = KUBERNETES_VERSION
+) -> jsonschema.protocols.Validator:
     if (api_version, kind) in CUSTOM_KINDS:
         return _custom_validator(api_version, kind)
     group_version = re.sub(r"^([^./]*)(?:\.[^/]*)?/", r"\1-", api_version)
     schema = schema_contents(
-        f"kubernetes-json-schema/{_folder()}/{kind.lower()}-{group_version}.json", KUBERNETES_VERSION
+        f"kubernetes-json-schema/{_folder(version)}/{kind.lower()}-{group_version}.json", version
     )
-    registry = _definitions() @ (Resource.from_contents(schema) @ Registry())
+    registry = _definitions(version) @ (Resource.from_contents(schema) @ Registry())
     return jsonschema.validators.Draft202012Validator(schema, registry=registry)
 
 
@@ -91,8 +95,15 @@ def redacted(obj: dict[str, Any]) -> dict[str, Any]:
     return obj
 
 
+def _version(obj: dict[str, Any]) -> str:
+    """1.36 for the Workload API's kinds and the Pods (or Jobs) that join one of its groups."""
+    if obj["apiVersion"] == "scheduling.k8s.io/v1alpha2" or '"schedulingGroup"' in json.dumps(obj):
+        return WORKLOAD_API_VERSION
+    return KUBERNETES_VERSION
+
+
 def schema_errors(obj: dict[str, Any]) -> list[str]:
     """Every schema violation of ``obj`` as ``path: message`` (Secret data redacted first)."""
     checked = redacted(obj)
-    errors = validator(checked["apiVersion"], checked["kind"]).iter_errors(checked)
+    errors = validator(checked["apiVersion"], checked["kind"], _version(checked)).iter_errors(checked)
     return [f"{'/'.join(str(p) for p in e.absolute_path)}: {e.message[:200]}" for e in errors]

@@ -11,7 +11,9 @@ with Metacontroller's rules (``docs/architecture.md``, "The Metacontroller contr
 - absent children are created with uid, ownerReference, ``controller-uid`` and the last-applied annotation;
 - ``OnDelete`` children are never updated; ``InPlace`` ones are updated when the desired object or the
   3-way merge differs from what is stored (a child's status and system metadata are not the hook's to
-  change); children being deleted are not touched; a name taken by someone else's object is left alone;
+  change); ``Recreate`` ones are deleted instead (and created by the next sync); children being deleted
+  are not touched; a name taken by someone else's object is left alone;
+- the apiserver refuses (422) a changed spec of the Workload API's kinds, which is immutable;
 - ``status`` replaces the parent's status wholesale, ``observedGeneration`` injected, and must satisfy the
   CRD's status schema (formats included; undeclared fields are pruned); it counts as a write whenever it
   differs from the stored one, so a pruned field or ``2.0`` for ``2`` writes on every sync;
@@ -63,7 +65,10 @@ KIND_OF_RESOURCE = {
     "secrets": "Secret",
     "configmaps": "ConfigMap",
     "podgroups": "PodGroup",
+    "workloads": "Workload",
 }
+# Kinds whose spec the apiserver never lets change (Kubernetes 1.36's Workload API).
+IMMUTABLE_SPEC = {"scheduling.k8s.io/v1alpha2"}
 SYSTEM_FIELDS = (
     "selfLink",
     "uid",
@@ -639,7 +644,14 @@ class FakeMetacontroller:
             merged["metadata"].setdefault("annotations", {})[LAST_APPLIED] = _compact(applied)
             if (merged["apiVersion"], merged["kind"]) in CUSTOM_KINDS:
                 _structural_defaults(merged, custom_resource_schema(merged["apiVersion"], merged["kind"]))
+            if merged != current and self.strategies[key[0]] == "Recreate":
+                # Metacontroller deletes it now and creates it from the desired object on the next sync.
+                self.delete(key[0].split(".")[0], key[1])
+                writes.deleted.append(f"{key[0]}/{key[1]}")
+                continue
             if merged != current:
+                if merged["apiVersion"] in IMMUTABLE_SPEC and merged.get("spec") != current.get("spec"):
+                    raise ContractViolation(f"{key[0]}/{key[1]}: spec is immutable (422)")
                 self._admit(merged)
                 self._bump(merged)
                 self.objects[key] = merged

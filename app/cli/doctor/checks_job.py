@@ -6,7 +6,8 @@ from app.api.types import API_VERSION, ConditionType
 from app.cli.doctor.facts import Facts
 from app.cli.doctor.problems import Problem, check, one_line
 from app.core.policies import suspension
-from app.core.reasons import REASON_INVALID
+from app.core.reasons import REASON_INVALID, REASON_TOPOLOGY_REFUSED
+from app.kube.names import GANG_TOPOLOGY_ANNOTATION
 
 # No condition this long after creation: the hook has not answered for the job.
 SYNC_GRACE_SECONDS = 30
@@ -117,6 +118,14 @@ def gang_scheduling_unavailable(facts: Facts) -> Problem | None:
     condition = facts.conditions.get(ConditionType.GANG_SCHEDULING_UNAVAILABLE)
     if condition is None:
         return None
+    if condition.get("reason") == REASON_TOPOLOGY_REFUSED:
+        return Problem(
+            "gang-scheduling-unavailable",
+            f"MPIJob {facts.name} runs without its topology key: {one_line(condition.get('message'), 200)}",
+            (f"condition GangSchedulingUnavailable=True ({REASON_TOPOLOGY_REFUSED})",),
+            f"remove the annotation {GANG_TOPOLOGY_ANNOTATION}, or install the hook with"
+            " deploy/overlays/kubernetes (Kubernetes 1.36's Workload API)",
+        )
     return Problem(
         "gang-scheduling-unavailable",
         f"MPIJob {facts.name} gets no PodGroup: {one_line(condition.get('message'), 200)}",
@@ -124,6 +133,7 @@ def gang_scheduling_unavailable(facts: Facts) -> Problem | None:
             f"condition GangSchedulingUnavailable=True ({condition.get('reason')}):"
             f" {one_line(condition.get('message'))}",
         ),
-        "apply the gang scheduler's overlay (deploy/overlays/volcano or deploy/overlays/scheduler-plugins),"
-        " which declares the PodGroup child, or unset MPI_OPERATOR_GANG_SCHEDULING",
+        "apply the gang scheduler's overlay (deploy/overlays/volcano, deploy/overlays/scheduler-plugins or"
+        " deploy/overlays/kubernetes), which declares the PodGroup child, or unset"
+        " MPI_OPERATOR_GANG_SCHEDULING",
     )

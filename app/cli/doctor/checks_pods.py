@@ -124,6 +124,19 @@ def _requested(pod: dict[str, Any], resource: str) -> str:
     return " + ".join(amounts) or "?"
 
 
+# Volcano and the coscheduler: Unschedulable=True; the Workload API: PodGroupScheduled=False, same reason.
+_UNSCHEDULABLE = {("Unschedulable", "True"), ("PodGroupScheduled", "False")}
+
+
+def _gang_minimum(spec: dict[str, Any]) -> tuple[Any, str]:
+    """A PodGroup's gang size and its field: ``minMember``, or the Workload API's ``minCount``."""
+    if "minMember" in spec:
+        return spec["minMember"], "minMember"
+    policy = spec.get("schedulingPolicy")
+    gang = policy.get("gang") if isinstance(policy, dict) else None
+    return (gang.get("minCount"), "schedulingPolicy.gang.minCount") if isinstance(gang, dict) else (None, "")
+
+
 @check(
     "podgroup-cannot-be-met",
     "the job's PodGroup asks for more Pods than the job has, or its scheduler says it cannot place the gang",
@@ -132,22 +145,20 @@ def podgroup_cannot_be_met(facts: Facts) -> Problem | None:
     pods = facts.job.worker_replicas + 1 if facts.job is not None else len(facts.pods)
     for group in facts.snap.podgroups:
         kind = group.get("apiVersion", "PodGroup")
-        minimum = (group.get("spec") or {}).get("minMember")
+        minimum, field = _gang_minimum(group.get("spec") or {})
         if isinstance(minimum, int) and minimum > pods:
             return Problem(
                 "podgroup-cannot-be-met",
                 f"PodGroup {facts.name} ({kind}) needs {minimum} Pods together but the job has {pods}:"
                 " the gang never starts",
-                (
-                    f"PodGroup {facts.name}: spec.minMember {minimum}; the job: {pods} Pods (launcher,"
-                    " workers)",
-                ),
+                (f"PodGroup {facts.name}: spec.{field} {minimum}; the job: {pods} Pods (launcher, workers)",),
                 "lower spec.runPolicy.schedulingPolicy.minAvailable to at most the job's Pods, or unset it",
             )
         stuck = [
             c
             for c in (group.get("status") or {}).get("conditions") or []
-            if c.get("type") == "Unschedulable" and c.get("status") == "True"
+            if (c.get("type"), c.get("status")) in _UNSCHEDULABLE
+            and c.get("reason", "Unschedulable") == "Unschedulable"
         ]
         if stuck:
             message = one_line(stuck[-1].get("message"))

@@ -5,7 +5,11 @@ from __future__ import annotations
 from typing import Any
 
 from app.api.types import API_VERSION
-from app.children.podgroup import SCHEDULER_PLUGINS_GROUP_LABEL, VOLCANO_GROUP_ANNOTATION
+from app.children.podgroup import (
+    POD_SCHEDULING_GROUP,
+    SCHEDULER_PLUGINS_GROUP_LABEL,
+    VOLCANO_GROUP_ANNOTATION,
+)
 from app.cli.doctor import shapes
 from app.cli.doctor.client import CannotRead, Read, Reader
 from app.cli.doctor.shapes import MPIJOB, Required
@@ -149,7 +153,7 @@ def _uses_a_podgroup(pods: list[dict[str, Any]]) -> bool:
     for pod in pods:
         metadata = pod.get("metadata") or {}
         marks = {**(metadata.get("labels") or {}), **(metadata.get("annotations") or {})}
-        if any(mark in marks for mark in GROUP_MARKS):
+        if any(mark in marks for mark in GROUP_MARKS) or (pod.get("spec") or {}).get(POD_SCHEDULING_GROUP):
             return True
     return False
 

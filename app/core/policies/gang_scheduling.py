@@ -7,12 +7,15 @@ configured scheduler (an overlay applied); otherwise the job runs without it and
 launcher and the workers for the scheduler named here, or for none. The PodGroup is returned, from the
 current spec, whenever workers may be created (so it is in the response that first creates them);
 dropped while suspended; once the launcher is done upstream neither creates nor deletes it; a finished
-job keeps the one it has unless cleanPodPolicy cleans up.
+job keeps the one it has unless cleanPodPolicy cleans up. The Workload API's Workload follows its PodGroup.
+
+Ours: a topology key (the MPIJob's annotation) only the Workload API can honour; under any other setting
+it is refused with a notice (GangSchedulingUnavailable), never silently dropped.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from app.core.observed import Observed
 from app.kube.gang import GangScheduler
@@ -26,6 +29,8 @@ class Gang:
     podgroup: bool = False
     # Configured, but its PodGroup child is not declared.
     undeclared: GangScheduler | None = None
+    # The job's topology key, which the configured backend (or none) cannot honour.
+    refused_topology: str = ""
 
 
 def decide(
@@ -50,3 +55,10 @@ def decide(
     if launcher_done:
         return Gang(configured, exists)  # upstream neither creates nor deletes it once the launcher is done
     return Gang(configured, True)
+
+
+def with_topology(gang: Gang, configured: GangScheduler | None, topology: str) -> Gang:
+    """``gang`` and the job's topology key (``topology``) that no backend but the Workload API can honour."""
+    if topology and (configured is None or not configured.kubernetes):
+        return replace(gang, refused_topology=topology)
+    return gang

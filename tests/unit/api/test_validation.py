@@ -562,3 +562,32 @@ def test_aggregate(errors: list[FieldError], want: str) -> None:
 )
 def test_dns1035_label_errors(value: str, want: list[str]) -> None:
     assert dns1035_label_errors(value) == want
+
+
+@pytest.mark.parametrize(
+    ("key", "valid"),
+    [
+        ("topology.kubernetes.io/zone", True),
+        ("rack", True),
+        ("example.com/Rack_1.a", True),
+        ("example.com/" + "r" * 63, True),
+        ("example.com/" + "r" * 64, False),
+        ("Example.com/rack", False),
+        ("a/b/c", False),
+        ("example.com/", False),
+        ("-rack", False),
+        ("rack zone", False),
+    ],
+)
+def test_gang_topology_key_is_a_label_key(key: str, valid: bool) -> None:
+    """Ours: the annotation's value becomes a PodGroup's topology key, which the apiserver checks so."""
+    job = with_defaults(
+        MPIJob.model_validate(
+            {
+                "metadata": {"name": "pi", "annotations": {"mpi-operator-hook/gang-topology-key": key}},
+                "spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 1, "template": {"spec": {}}}}},
+            }
+        )
+    )
+    fields = [e.field for e in validate(job)]
+    assert ("metadata.annotations[mpi-operator-hook/gang-topology-key]" not in fields) == valid

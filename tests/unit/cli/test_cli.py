@@ -295,6 +295,25 @@ def test_render_with_gang_scheduling_shows_the_podgroup(gang: str, api_version: 
     assert "GangSchedulingUnavailable" not in done.stdout
 
 
+def test_render_with_the_workload_api_shows_both_objects() -> None:
+    """Ours: the Workload and its PodGroup, and Pods that name the group but keep their scheduler."""
+    done = mpijob("render", "--gang-scheduling", "kubernetes", str(PI))
+    children = objects(done)
+    gang = [
+        (c["apiVersion"], c["kind"], c["metadata"]["name"])
+        for c in children
+        if "scheduling" in c["apiVersion"]
+    ]
+    assert gang == [
+        ("scheduling.k8s.io/v1alpha2", "Workload", "pi"),
+        ("scheduling.k8s.io/v1alpha2", "PodGroup", "pi"),
+    ]
+    templates = [c["spec"] for c in children if c["kind"] == "Pod"]
+    templates.append(next(c for c in children if c["kind"] == "Job")["spec"]["template"]["spec"])
+    assert all(t["schedulingGroup"] == {"podGroupName": "pi"} and "schedulerName" not in t for t in templates)
+    assert "GangSchedulingUnavailable" not in done.stdout
+
+
 def test_render_rejects_a_bad_setting_naming_the_flag() -> None:
     done = mpijob("render", "--cluster-domain", "Not_A_Domain", str(PI))
     assert done.returncode == 2

@@ -94,6 +94,9 @@ def _suspend(snap: Snapshot, queue: str = "") -> None:
         snap.job["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = queue
 
 
+WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
+
+
 def _podgroup(snap: Snapshot, **fields: Any) -> None:
     snap.podgroups.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", **fields})
 
@@ -167,6 +170,32 @@ EDITS: dict[str, tuple[str | None, Callable[[Snapshot], None]]] = {
             status={
                 "conditions": [
                     {"type": "Unschedulable", "status": "True", "message": "3/3 tasks in gang unschedulable"}
+                ]
+            },
+        ),
+    ),
+    "a topology key without the Workload API": (
+        "gang-scheduling-unavailable",
+        lambda s: _condition(s, "GangSchedulingUnavailable", "TopologyNeedsWorkloadAPI", "only kubernetes"),
+    ),
+    "Workload API: minCount above the job's Pods": (
+        "podgroup-cannot-be-met",
+        lambda s: _podgroup(s, apiVersion=WORKLOAD_API, spec={"schedulingPolicy": {"gang": {"minCount": 9}}}),
+    ),
+    "Workload API: a gang that does not fit": (
+        "podgroup-cannot-be-met",
+        lambda s: _podgroup(
+            s,
+            apiVersion=WORKLOAD_API,
+            spec={"schedulingPolicy": {"gang": {"minCount": 3}}},
+            status={
+                "conditions": [
+                    {
+                        "type": "PodGroupScheduled",
+                        "status": "False",
+                        "reason": "Unschedulable",
+                        "message": "0/1 nodes are available: 1 Insufficient cpu.",
+                    }
                 ]
             },
         ),

@@ -430,3 +430,17 @@ def test_a_training_runtime_of_another_namespace_is_refused() -> None:
         to_trainjob(job, Target(runtime))
     job["metadata"]["namespace"] = "team-a"
     assert to_trainjob(job, Target(runtime)).obj["spec"]["runtimeRef"]["kind"] == "TrainingRuntime"
+
+
+def test_the_workload_api_is_not_carried_and_says_so() -> None:
+    """Trainer v2.3's podGroupPolicy has no Workload policy: the runtime gets no gang, and a note says it."""
+    job = load(PI.parent.parent / "gang" / "pi-scheduler-plugins.yaml")
+    job["metadata"].setdefault("annotations", {})["mpi-operator-hook/gang-topology-key"] = "rack"
+    converted = to_trainjob(job, Target(gang_scheduling="kubernetes"))
+    (runtime,) = converted.prerequisites
+    assert "podGroupPolicy" not in runtime["spec"]
+    assert "schedulerName" not in json.dumps(runtime)
+    (note,) = [n for n in converted.notes if "Workload API" in n]
+    assert "Trainer v2.3's podGroupPolicy has no Workload policy" in note and "'rack'" in note
+    with pytest.raises(ConvertError, match="goes without --runtime"):
+        to_trainjob(job, Target(shipped_runtime("deepspeed_distributed.yaml"), "kubernetes"))

@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 
 from app.settings import Settings
-from tests.support.builders import mpijob, sync_request
+from tests.support.builders import mpijob, observe, sync_request
 from tests.support.golden_cases import run
 
 VOLCANO = Settings(gang_scheduling="volcano")
@@ -62,3 +62,75 @@ def test_finished_job_loses_its_notice_once_the_overlay_is_applied() -> None:
 def test_finished_job_gets_no_new_notice() -> None:
     status = {**FINISHED, "conditions": [SUCCEEDED]}
     assert types(run(sync_request(mpijob().status(status).build()), VOLCANO)) == ["Succeeded"]
+
+
+TOPOLOGY = "mpi-operator-hook/gang-topology-key"
+
+
+def _with_topology(key: str) -> dict[str, Any]:
+    return mpijob().set("metadata.annotations", {TOPOLOGY: key}).build()
+
+
+@pytest.mark.parametrize(
+    ("podgroup", "settings", "named"),
+    [(None, Settings(), "''"), ("volcano", VOLCANO, "'volcano'")],
+    ids=["no gang scheduling", "volcano"],
+)
+def test_topology_without_the_workload_api_is_refused_with_a_notice(
+    podgroup: str | None, settings: Settings, named: str
+) -> None:
+    """Ours: a topology key the backend cannot place is said, not silently dropped; the job runs."""
+    response = run(sync_request(_with_topology("topology.kubernetes.io/zone"), podgroup=podgroup), settings)
+    notice, created = response["status"]["conditions"]
+    assert (notice["type"], notice["reason"], created["type"]) == (
+        "GangSchedulingUnavailable",
+        "TopologyNeedsWorkloadAPI",
+        "Created",
+    )
+    assert "'topology.kubernetes.io/zone'" in notice["message"] and f"it is {named}" in notice["message"]
+    assert "MPI_OPERATOR_GANG_SCHEDULING=kubernetes" in notice["message"]
+    assert any(c["kind"] == "Pod" for c in response["children"])
+
+
+def test_topology_with_the_workload_api_is_placed_without_a_notice() -> None:
+    request = sync_request(_with_topology("topology.kubernetes.io/zone"), podgroup="kubernetes")
+    response = run(request, Settings(gang_scheduling="kubernetes"))
+    assert types(response) == ["Created"]
+    kinds = [c["kind"] for c in response["children"]]
+    assert kinds.count("Workload") == 1 and kinds.count("PodGroup") == 1
+
+
+def test_workload_api_undeclared_names_both_children_and_its_overlay() -> None:
+    response = run(sync_request(mpijob().build()), Settings(gang_scheduling="kubernetes"))
+    notice = response["status"]["conditions"][0]
+    assert notice["reason"] == "PodGroupChildNotDeclared"
+    assert (
+        "(scheduling.k8s.io/v1alpha2 workloads and podgroups); apply deploy/overlays/kubernetes/"
+        in (notice["message"])
+    )
+    assert not any(c["kind"] in ("Workload", "PodGroup") for c in response["children"])
+    assert not any("schedulingGroup" in str(c) for c in response["children"])
+
+
+def test_a_bad_topology_key_is_a_validation_error() -> None:
+    response = run(sync_request(_with_topology("not a label key")), Settings(gang_scheduling="kubernetes"))
+    (invalid,) = [c for c in response["status"]["conditions"] if c["reason"] == "ValidationError"]
+    assert f"metadata.annotations[{TOPOLOGY}]: Invalid value: " in invalid["message"]
+    assert "node label key" in invalid["message"]
+
+
+def test_a_frozen_job_keeps_its_workload_api_children_with_their_spec() -> None:
+    """An invalid edit freezes the children. Under server-side apply there is no last-applied annotation,
+    and a stub without the immutable spec would make Metacontroller (Recreate) delete the objects and fail
+    to create them again: the stored spec comes back instead."""
+    settings = Settings(gang_scheduling="kubernetes")
+    job = mpijob().status({"replicaStatuses": {"Worker": {}}, "observedGeneration": 1})
+    first = run(sync_request(job.build(), podgroup="kubernetes"), settings)["children"]
+    observed = [observe(c) for c in first]
+    for child in observed:
+        del child["metadata"]["annotations"]["metacontroller.k8s.io/last-applied-configuration"]
+    edited = job.generation(2).workers(-1).build()
+    children = run(sync_request(edited, observed, podgroup="kubernetes"), settings)["children"]
+    by_kind = {(c["kind"], c["apiVersion"]): c for c in children}
+    for built in (c for c in first if c["apiVersion"] == "scheduling.k8s.io/v1alpha2"):
+        assert by_kind[(built["kind"], built["apiVersion"])]["spec"] == built["spec"]

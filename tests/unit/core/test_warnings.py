@@ -19,6 +19,7 @@ from app.api.types import JobStatus, MPIJob
 from app.core.intents import Event
 from app.core.lint_warning import lint_message
 from app.core.notices import notices
+from app.core.policies.gang_scheduling import Gang
 from app.core.reasons import REASON_LINT
 from app.core.status import WireCondition, write_conditions
 from tests.support.builders import mpijob
@@ -47,7 +48,7 @@ def place_warning(
     stored: JobStatus, message: str | None, now: datetime
 ) -> tuple[list[WireCondition], tuple[Event, ...]]:
     """The stored conditions after the lint Warning's intent, as a sync writes them."""
-    return write_conditions(stored, notices(False, None, message), now)
+    return write_conditions(stored, notices(False, Gang(), None, message), now)
 
 
 def stored_warning(message: str) -> dict[str, str]:

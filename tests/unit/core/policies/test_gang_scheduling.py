@@ -4,16 +4,25 @@ PodGroup child (docs/compatibility.md: GangSchedulingUnavailable)."""
 
 from __future__ import annotations
 
+import msgspec
 import pytest
 
 from app.core.policies import gang_scheduling
 from app.core.policies.gang_scheduling import Gang
-from app.kube.gang import SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION, GangScheduler
+from app.kube.gang import (
+    KUBERNETES_API_VERSION,
+    SCHEDULER_PLUGINS_API_VERSION,
+    VOLCANO_API_VERSION,
+    GangScheduler,
+)
+from app.kube.request import Controller
 from tests.support.observed import observed
 
 VOLCANO = GangScheduler("volcano")
 PLUGINS = GangScheduler("scheduler-plugins-scheduler")
-BOTH_DECLARED = frozenset({VOLCANO_API_VERSION, SCHEDULER_PLUGINS_API_VERSION})
+KUBERNETES = GangScheduler("kubernetes")
+K8S = KUBERNETES
+BOTH_DECLARED = frozenset({VOLCANO_API_VERSION, SCHEDULER_PLUGINS_API_VERSION, KUBERNETES_API_VERSION})
 
 # id: (scheduler, the PodGroup exists, finished before, suspended, launcher done, cleaned, want)
 CASES: dict[str, tuple[GangScheduler, bool, bool, bool, bool, bool, Gang]] = {
@@ -27,6 +36,29 @@ CASES: dict[str, tuple[GangScheduler, bool, bool, bool, bool, bool, Gang]] = {
         Gang(VOLCANO, True),
     ),
     "scheduler-plugins alike": (PLUGINS, True, False, False, False, False, Gang(PLUGINS, True)),
+    # Ours: the Workload API's PodGroup (its Workload follows it) by the same rules.
+    "workload API: created": (KUBERNETES, False, False, False, False, False, Gang(KUBERNETES, True)),
+    "workload API: suspended, dropped": (K8S, True, False, True, False, False, Gang(K8S, False)),
+    "workload API: launcher done, kept": (K8S, True, False, False, True, False, Gang(K8S, True)),
+    "workload API: launcher done, not created": (
+        KUBERNETES,
+        False,
+        False,
+        False,
+        True,
+        False,
+        Gang(KUBERNETES, False),
+    ),
+    "workload API: finished, kept": (KUBERNETES, True, True, False, False, False, Gang(KUBERNETES, True)),
+    "workload API: finished and cleaned, deleted": (
+        KUBERNETES,
+        True,
+        True,
+        False,
+        False,
+        True,
+        Gang(KUBERNETES, False),
+    ),
     "suspended: dropped": (VOLCANO, True, False, True, False, False, Gang(VOLCANO, False)),
     "launcher done: kept as it is": (VOLCANO, True, False, False, True, False, Gang(VOLCANO, True)),
     "launcher done: not created": (VOLCANO, False, False, False, True, False, Gang(VOLCANO, False)),
@@ -75,7 +107,9 @@ def test_no_gang_scheduling_configured() -> None:
     assert decided == Gang()
 
 
-@pytest.mark.parametrize("scheduler", [VOLCANO, PLUGINS], ids=["volcano", "scheduler-plugins"])
+@pytest.mark.parametrize(
+    "scheduler", [VOLCANO, PLUGINS, KUBERNETES], ids=["volcano", "scheduler-plugins", "kubernetes"]
+)
 def test_a_scheduler_whose_podgroup_child_is_not_declared_is_not_used(scheduler: GangScheduler) -> None:
     """Only the other kind is declared: the Pods join no PodGroup and the job says why."""
     other = BOTH_DECLARED - {scheduler.api_version}
@@ -84,3 +118,45 @@ def test_a_scheduler_whose_podgroup_child_is_not_declared_is_not_used(scheduler:
         scheduler, seen, finished_before=False, suspended=False, launcher_done=False, cleaned=False
     )
     assert decided == Gang(undeclared=scheduler)
+
+
+def _declared(*children: tuple[str, str]) -> frozenset[str]:
+    """The PodGroup apiVersions a CompositeController declaring ``children`` makes available."""
+    spec = {"childResources": [{"apiVersion": a, "resource": r} for a, r in children]}
+    return msgspec.convert({"spec": spec}, Controller).declared_podgroups
+
+
+@pytest.mark.parametrize(
+    ("children", "available"),
+    [
+        (((KUBERNETES_API_VERSION, "workloads"), (KUBERNETES_API_VERSION, "podgroups")), True),
+        (((KUBERNETES_API_VERSION, "podgroups"),), False),
+        (((KUBERNETES_API_VERSION, "workloads"),), False),
+    ],
+    ids=["both", "podgroups only", "workloads only"],
+)
+def test_the_workload_api_needs_both_children_declared(
+    children: tuple[tuple[str, str], ...], available: bool
+) -> None:
+    """The PodGroup references the Workload: with one kind missing the job runs without gang scheduling."""
+    seen = observed(podgroups_declared=_declared(*children))
+    decided = gang_scheduling.decide(
+        KUBERNETES, seen, finished_before=False, suspended=False, launcher_done=False, cleaned=False
+    )
+    assert decided == (Gang(KUBERNETES, True) if available else Gang(undeclared=KUBERNETES))
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "refused"),
+    [(None, True), (VOLCANO, True), (PLUGINS, True), (KUBERNETES, False)],
+    ids=["no gang scheduling", "volcano", "scheduler-plugins", "kubernetes"],
+)
+def test_a_topology_key_only_the_workload_api_honours(scheduler: GangScheduler | None, refused: bool) -> None:
+    """Ours: refused with a notice rather than ignored; the gang itself is decided as without it."""
+    seen = observed(podgroups_declared=BOTH_DECLARED)
+    flags = {"finished_before": False, "suspended": False, "launcher_done": False, "cleaned": False}
+    without = gang_scheduling.decide(scheduler, seen, **flags)
+    decided = gang_scheduling.with_topology(without, scheduler, "topology.kubernetes.io/zone")
+    assert decided.refused_topology == ("topology.kubernetes.io/zone" if refused else "")
+    assert (decided.scheduler, decided.podgroup) == (without.scheduler, without.podgroup)
+    assert gang_scheduling.with_topology(without, scheduler, "") == without
