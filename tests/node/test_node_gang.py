@@ -16,7 +16,7 @@ import pytest
 
 from tests.e2e import jobs
 from tests.e2e.kube import Kube, wait_for
-from tests.node import gang, kubeletless, runs, workloads
+from tests.node import doctor, gang, kubeletless, runs, workloads
 from tests.node.conftest import RealNode
 from tests.node.node import NODE_NAME
 
@@ -183,11 +183,15 @@ def test_a_gang_job_too_big_for_the_node_binds_no_pod_and_says_why(
     assert reasons and all(r.startswith("Unschedulable") for r in reasons), reasons
     conditions = jobs.conditions(jobs.get(kube, ns, "big"))
     assert "Running" not in conditions or conditions["Running"]["status"] == "False", conditions
+    # The doctor names the Pods' "Insufficient cpu" (checked first) or the PodGroup's verdict: both are true.
+    said = doctor.doctor(kube.kubeconfig, ns, "big", "-o", "json")
+    assert said.code == 1 and said.check in ("unschedulable", "podgroup-cannot-be-met"), said
     record_property(
         "e2e_summary",
         f"gang: 3 Pods of {free // 2}m on {free}m free, {watch.most('big')} of 3 bound over "
         f"{HOLD_SECONDS:.0f} s; PodGroup: {verdict.get('message')}; Pods: {sorted(reasons)}; MPIJob: "
-        + ", ".join(f"{t}={c['status']} {c.get('reason')}" for t, c in conditions.items()),
+        + ", ".join(f"{t}={c['status']} {c.get('reason')}" for t, c in conditions.items())
+        + f"; mpijob doctor: {said.json['problem']['summary']}",
     )
 
 
