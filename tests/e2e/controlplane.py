@@ -126,6 +126,9 @@ class Options:
     node: bool = False
     # More kube-apiserver flags, e.g. an audit log (bench/scale_bench.py).
     apiserver_args: tuple[str, ...] = ()
+    # Feature gates for the apiserver and the controller-manager (tests/node gives them to its kubelet and
+    # scheduler too), e.g. "GenericWorkload=true,GangScheduling=true".
+    feature_gates: str = ""
 
     @property
     def kubernetes_service_ip(self) -> str:
@@ -240,6 +243,10 @@ def _policy(plane: ControlPlane) -> list[str]:
     ]
 
 
+def feature_gate_flags(options: Options) -> list[str]:
+    return [f"--feature-gates={options.feature_gates}"] if options.feature_gates else []
+
+
 def _start_apiserver(plane: ControlPlane, etcd: str, port: int) -> None:
     pki, address = plane.pki, plane.options.address
     apiserver = plane.processes.start(
@@ -258,6 +265,7 @@ def _start_apiserver(plane: ControlPlane, etcd: str, port: int) -> None:
             "--service-account-issuer=https://kubernetes.default.svc",
             f"--service-cluster-ip-range={plane.options.service_cidr}",
             *_policy(plane),
+            *feature_gate_flags(plane.options),
             *plane.options.apiserver_args,
             f"--cert-dir={plane.workdir / 'apiserver-certs'}",
             "--v=0",
@@ -274,6 +282,7 @@ def _start_controller_manager(plane: ControlPlane) -> None:
             str(plane.bin_dir / "kube-controller-manager"),
             f"--kubeconfig={plane.kubeconfig}",
             "--controllers=*",
+            *feature_gate_flags(plane.options),
             "--use-service-account-credentials=false",
             "--leader-elect=false",
             f"--service-account-private-key-file={pki.sa_private}",

@@ -31,7 +31,16 @@ from tests.node import recipes
 from tests.node.containerd import PAUSE_IMAGE, Containerd, remove_cgroups, unmount_under
 from tests.node.images import CACHE, Builder, Recipe, build_all
 from tests.node.network import Network
-from tests.node.node import KUBELET_CGROUP, NODE_NAME, NODE_PROCESSES, PAUSE_ARCHIVE, Node, find_node_binaries
+from tests.node.node import (
+    FEATURE_GATES,
+    KUBELET_CGROUP,
+    NODE_NAME,
+    NODE_PROCESSES,
+    PAUSE_ARCHIVE,
+    WORKLOAD_API,
+    Node,
+    find_node_binaries,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 COMMANDS = ("buildah", "debootstrap", "containerd", "ctr", "runc", "nft", "ip", "kubectl")
@@ -109,7 +118,13 @@ class Cluster:
 
     def _start_node(self, bin_dir: Path, node_bin: Path) -> None:
         self.network.create()
-        options = Options(address=self.network.address, service_cidr=self.network.service_cidr, node=True)
+        options = Options(
+            address=self.network.address,
+            service_cidr=self.network.service_cidr,
+            node=True,
+            apiserver_args=(f"--runtime-config={WORKLOAD_API}=true",),
+            feature_gates=FEATURE_GATES,
+        )
         self.plane = start_control_plane(bin_dir, self.workdir / "plane", options)
         client = httpx.Client(base_url=self.plane.server, verify=self.plane.ssl_context(), timeout=30)
         self.kube = Kube(client, self.plane.kubeconfig)

@@ -15,7 +15,13 @@ import ssl
 from dataclasses import dataclass
 from pathlib import Path
 
-from tests.e2e.controlplane import ControlPlane, extract_once, tarball_dir, write_kubeconfig
+from tests.e2e.controlplane import (
+    ControlPlane,
+    extract_once,
+    feature_gate_flags,
+    tarball_dir,
+    write_kubeconfig,
+)
 from tests.e2e.pki import client_cert
 from tests.e2e.processes import Processes, free_port, http_ok, wait_until_ready
 from tests.node.network import Network
@@ -26,6 +32,10 @@ TARBALL = "node-linux-amd64.tar.xz"
 PAUSE_ARCHIVE = "pause.tar"
 NODE_PROCESSES = ("kubelet", "kube-scheduler", "coredns", "kube-proxy")
 KUBELET_CGROUP = "kubepods"  # kubelet's (cgroupfs driver, cgroupsPerQOS) under every hierarchy
+# Kubernetes' own gang scheduling (alpha in v1.36): the Workload API, gangs, topology-aware placement. Every
+# component gets them; the apiserver also serves scheduling.k8s.io/v1alpha2 (WORKLOAD_API).
+FEATURE_GATES = "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true"
+WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
 
 
 def find_node_binaries() -> tuple[Path | None, str]:
@@ -70,6 +80,7 @@ def _kubelet_config(workdir: Path, network: Network, plane: ControlPlane, ports:
         "containerRuntimeEndpoint": f"unix://{workdir.parent / 'containerd' / 'containerd.sock'}",
         "nodeStatusUpdateFrequency": "2s",
         "syncFrequency": "10s",
+        "featureGates": _gates(plane.options.feature_gates),
     }
     path = workdir / "kubelet.yaml"
     path.write_text(json.dumps(config, indent=1))
@@ -122,6 +133,7 @@ class Node:
                 "--leader-elect=false",
                 "--bind-address=127.0.0.1",
                 f"--secure-port={port}",
+                *feature_gate_flags(self.plane.options),
                 "--v=0",
             ],
         )
@@ -160,6 +172,12 @@ class Node:
         path.write_text(json.dumps(config, indent=1))
         proxy = self.processes.start("kube-proxy", [str(self.bin_dir / "kube-proxy"), f"--config={path}"])
         wait_until_ready(proxy, http_ok(f"http://127.0.0.1:{health}/healthz"), 60, "kube-proxy")
+
+
+def _gates(flag: str) -> dict[str, bool]:
+    """``A=true,B=false`` as a KubeletConfiguration's ``featureGates``."""
+    pairs = (gate.split("=") for gate in flag.split(",") if gate)
+    return {name: value == "true" for name, value in pairs}
 
 
 def _insecure() -> ssl.SSLContext:

@@ -159,6 +159,7 @@ def test_metacontroller_cluster_role_is_exactly_what_the_controller_needs() -> N
         (c["apiVersion"].rpartition("/")[0], c["resource"]) for c in controller["spec"]["childResources"]
     }
     podgroups = {("scheduling.volcano.sh", "podgroups"), ("scheduling.x-k8s.io", "podgroups")}
+    podgroups |= {("scheduling.k8s.io", "workloads"), ("scheduling.k8s.io", "podgroups")}
     extra = {("metacontroller.k8s.io", "controllerrevisions"), ("", "events")}
     parents = {(group, parent["resource"]), (group, parent["resource"] + "/status")}
     assert writable == children | podgroups | extra | parents

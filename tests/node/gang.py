@@ -1,0 +1,76 @@
+"""The hook's ``kubernetes`` gang backend on the real node: switching the install to its overlay and back, and
+MPIJobs sized against the node's free CPU.
+
+The switch is what a user does: ``kubectl apply --server-side -k deploy/overlays/kubernetes`` (with
+``--force-conflicts``: the quick start's ``kubectl set image`` owns the image field), the quick start's
+``set image`` again, and the rollout. Back to ``deploy/`` the same way: later tests see the quick start's
+install.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from tests.e2e import jobs
+from tests.e2e.kube import Kube
+from tests.node import runs
+from tests.node.conftest import RealNode
+from tests.node.quickstart import quick_start_blocks
+
+OVERLAY = "deploy/overlays/kubernetes"
+QUICK_START = "deploy/"
+HOOK = ("mpi-operator", "mpi-operator-hook")
+SETTING = "MPI_OPERATOR_GANG_SCHEDULING"
+TOPOLOGY_ANNOTATION = "mpi-operator-hook/gang-topology-key"
+INSTALLED = ("mpi-operator", "metacontroller")  # the namespaces of the install's own Pods
+
+
+def gang_setting(kube: Kube) -> str:
+    """The hook Deployment's MPI_OPERATOR_GANG_SCHEDULING ('' when unset)."""
+    deployment = kube.get("deployments", *HOOK) or {}
+    (container,) = deployment["spec"]["template"]["spec"]["containers"]
+    return next((e.get("value", "") for e in container.get("env") or [] if e["name"] == SETTING), "")
+
+
+def install(node: RealNode, directory: str) -> None:
+    """Apply ``directory`` over the running install, as a user switches overlays, and wait for the rollout."""
+    commands = quick_start_blocks()[0]
+    (set_image,) = [c for c in commands if " set image " in c]
+    rollouts = [c for c in commands if " rollout status " in c]
+    runner = node.runner()
+    runner.run(f"kubectl apply --server-side --force-conflicts -k {directory}")
+    runner.run(set_image)
+    for command in rollouts:
+        runner.run(command)
+
+
+def pi(name: str, cpu_millicores: int, **annotations: str) -> dict[str, Any]:
+    """examples/pi/pi.yaml as ``name``, every container requesting (and limited to) ``cpu_millicores`` and
+    256Mi, so CPU alone decides what fits."""
+    job = runs.example("pi.yaml", name)
+    amount = {"cpu": f"{cpu_millicores}m", "memory": "256Mi"}
+    for container in runs.containers(job):
+        container["resources"] = {"requests": dict(amount), "limits": dict(amount)}
+    if annotations:
+        job["metadata"]["annotations"] = dict(annotations)
+    return job
+
+
+def pod_specs(job: dict[str, Any]) -> list[dict[str, Any]]:
+    specs = job["spec"]["mpiReplicaSpecs"]
+    return [specs[role]["template"]["spec"] for role in ("Launcher", "Worker")]
+
+
+def job_pods(kube: Kube, ns: str, name: str) -> list[dict[str, Any]]:
+    """The job's workers and launcher Pods."""
+    return jobs.worker_pods(kube, ns, name) + jobs.launcher_pods(kube, ns, name)
+
+
+def unscheduled_reasons(pods: list[dict[str, Any]]) -> set[str]:
+    """The scheduler's messages on the Pods' ``PodScheduled`` False condition."""
+    found = set()
+    for pod in pods:
+        for condition in pod["status"].get("conditions") or []:
+            if condition["type"] == "PodScheduled" and condition["status"] == "False":
+                found.add(f"{condition.get('reason')}: {condition.get('message')}")
+    return found

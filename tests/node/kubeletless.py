@@ -1,0 +1,90 @@
+"""Nodes without a kubelet: topology domains for the real kube-scheduler on a one-machine cluster.
+
+A ``Node`` is created with its labels, then given capacity, allocatable and a ``Ready`` condition through the
+status subresource, as a kubelet would report them. The scheduler binds Pods to it; nothing ever runs them, so
+a test asserts binding only. The apiserver creates every Node with the ``not-ready`` taint and the
+node-lifecycle controller removes it once the node reports Ready (``add`` waits for that); without a
+kubelet's heartbeat the controller marks the node unreachable after its grace period (50 s), so a test uses
+such nodes for less than that. Each carries the ``TAINT`` (NoSchedule): only Pods that tolerate it
+(``TOLERATION``) land there, never the hook's or another test's.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from typing import Any
+
+from tests.e2e.kube import Kube, wait_for
+
+TAINT = {"key": "mpi-hook-test/kubeletless", "value": "true", "effect": "NoSchedule"}
+TOLERATION = {"key": TAINT["key"], "operator": "Equal", "value": "true", "effect": "NoSchedule"}
+
+
+def _now() -> str:
+    return time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime())
+
+
+def add(kube: Kube, name: str, labels: Mapping[str, str], cpu: str, memory: str = "8Gi") -> None:
+    """One Ready node ``name`` with ``labels`` and ``cpu``/``memory`` allocatable."""
+    node = {
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name, **labels}},
+        "spec": {"taints": [TAINT]},
+    }
+    kube.create("nodes", None, node)
+    resources = {"cpu": cpu, "memory": memory, "pods": "110"}
+    now = _now()
+    ready = {
+        "type": "Ready",
+        "status": "True",
+        "reason": "KubeletReady",
+        "message": "a node object without a kubelet (test)",
+        "lastHeartbeatTime": now,
+        "lastTransitionTime": now,
+    }
+    status = {"capacity": resources, "allocatable": resources, "conditions": [ready]}
+    kube.patch("nodes", None, name, {"status": status}, "strategic", sub="status")
+
+    def schedulable() -> bool:
+        taints = ((kube.get("nodes", None, name) or {}).get("spec") or {}).get("taints") or []
+        return [t["key"] for t in taints] == [TAINT["key"]]
+
+    wait_for(schedulable, 30, f"node {name} with only the test's taint")
+
+
+def bound_to(kube: Kube, names: set[str]) -> list[dict[str, Any]]:
+    """Every Pod (all namespaces) bound to one of ``names``."""
+    pods = kube.list("pods")
+    return [p for p in pods if p["spec"].get("nodeName") in names]
+
+
+def remove(kube: Kube, names: set[str]) -> None:
+    """The nodes first (nothing binds there any more), then their Pods at once: no kubelet will confirm a
+    graceful deletion, and a controller's replacement Pod now has nowhere to go among them."""
+    for name in names:
+        kube.delete("nodes", None, name)
+    wait_for(lambda: not [n for n in names if kube.get("nodes", None, n)], 30, f"nodes {sorted(names)} gone")
+
+    def force_delete() -> bool:
+        left = bound_to(kube, names)
+        for pod in left:
+            kube.delete("pods", pod["metadata"]["namespace"], pod["metadata"]["name"], grace=0)
+        return not left
+
+    wait_for(force_delete, 60, lambda: f"Pods bound to {sorted(names)} deleted")
+
+
+@contextmanager
+def nodes(kube: Kube, wanted: Mapping[str, tuple[Mapping[str, str], str]]) -> Iterator[set[str]]:
+    """Node name -> (labels, CPUs allocatable); removed (with their Pods) afterwards."""
+    names: set[str] = set()
+    try:
+        for name, (labels, cpu) in wanted.items():
+            names.add(name)
+            add(kube, name, labels, cpu)
+        yield names
+    finally:
+        remove(kube, names)
