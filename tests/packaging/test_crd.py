@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import copy
 import json
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from typing import Any
 
 import cel
@@ -323,6 +323,11 @@ def unknown_fields(node: dict[str, Any], value: Any, path: str = "") -> set[tupl
 
 @pytest.fixture(scope="module")
 def programs(schema: dict[str, Any]) -> dict[str, Any]:
+    return compile_programs(schema)
+
+
+def compile_programs(schema: dict[str, Any]) -> dict[str, Any]:
+    """Every CEL rule of ``schema``, compiled once, by its text: what ``cel_errors`` runs."""
     return {
         rule["rule"]: cel.compile(rule["rule"])
         for _, node, _ in _nodes(schema)
@@ -375,6 +380,15 @@ def admission_errors(
         old_value = copy.deepcopy(old)
         apply_defaults(schema, old_value)
     return errors | cel_errors(schema, obj, old_value, programs)
+
+
+def crd_admission() -> Callable[[dict[str, Any]], set[tuple[str, str, str]]]:
+    """Admission of a new object by the committed CRD (defaults, schema, unknown fields, CEL), for the tests
+    of what other commands write (convert, the advice lint gives)."""
+    crd = yaml.safe_load(CRD_FILE.read_text())
+    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
+    programs = compile_programs(schema)
+    return lambda obj: admission_errors(schema, programs, obj)
 
 
 # ----------------------------------------------------------------------------------------------------------

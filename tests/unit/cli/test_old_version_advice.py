@@ -18,11 +18,9 @@ import yaml
 
 from app.api.lint import Severity, lint_manifest
 from app.api.types import OLD_API_VERSIONS
-from tests.packaging.test_crd import CRD_FILE, _nodes, admission_errors
+from tests.packaging.test_crd import crd_admission
 from tests.support import paths
 from tests.unit.cli.test_cli import mpijob, objects
-
-import cel  # isort: skip
 
 FIXTURES = paths.FIXTURES / "convert"
 # fixture -> the edit convert's refusal names (a job no operator ran: a launcher and no workers).
@@ -56,14 +54,7 @@ def test_there_is_a_fixture_of_every_old_version_and_shape() -> None:
 
 @pytest.fixture(scope="module")
 def admission() -> Any:
-    crd = yaml.safe_load(CRD_FILE.read_text())
-    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    programs = {
-        r["rule"]: cel.compile(r["rule"])
-        for _, n, _ in _nodes(schema)
-        for r in n.get("x-kubernetes-validations", [])
-    }
-    return lambda obj: admission_errors(schema, programs, obj)
+    return crd_admission()
 
 
 def lint_advice(path: Path) -> list[str]:

@@ -17,12 +17,10 @@ import yaml
 from app.api.lint import Severity, lint_manifest
 from app.convert.mpijob import ConvertError, to_v2beta1
 from app.convert.trainjob import to_trainjob
-from tests.packaging.test_crd import CRD_FILE, _nodes, admission_errors
-from tests.unit.cli.test_cli import mpijob, objects
-
-import cel  # isort: skip
+from tests.packaging.test_crd import crd_admission
 from tests.support import paths
 from tests.support.paths import ROOT
+from tests.unit.cli.test_cli import mpijob, objects
 
 FIXTURES = paths.FIXTURES / "convert"
 GOLDEN = paths.GOLDEN / "convert"
@@ -35,14 +33,7 @@ def load(path: Path) -> dict[str, Any]:
 
 @pytest.fixture(scope="module")
 def admission() -> Any:
-    crd = yaml.safe_load(CRD_FILE.read_text())
-    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    programs = {
-        r["rule"]: cel.compile(r["rule"])
-        for _, n, _ in _nodes(schema)
-        for r in n.get("x-kubernetes-validations", [])
-    }
-    return lambda obj: admission_errors(schema, programs, obj)
+    return crd_admission()
 
 
 @pytest.mark.parametrize("name", ["v1alpha2-tensorflow-benchmarks", "v1-tensorflow-benchmarks"])
