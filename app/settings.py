@@ -10,26 +10,35 @@ import logging
 import os
 import re
 from collections.abc import Mapping
-from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.api.child_names import cluster_domain_setting
+from app.api.ordering import parse_labels
 from app.core.config import SyncConfig
 from app.kube.gang import gang_scheduler, gang_setting
+from app.kube.in_cluster import SERVICE_ACCOUNT_DIR, EventsAccess, in_cluster_server
 from app.kube.keys import MIN_SEED_BYTES, KeySource, SeededKeys, random_keys
+from app.kube.label_selector import parse_selector
 
-# Where the kubelet mounts a Pod's service-account token and the cluster's CA.
-SERVICE_ACCOUNT_DIR = Path("/var/run/secrets/kubernetes.io/serviceaccount")
 # The settings an answer depends on (the SSH key seed changes only key material, which replay ignores).
-ANSWER_SETTINGS = ("cluster_domain", "gang_scheduling", "metacontroller_apply_strategy")
+ANSWER_SETTINGS = (
+    "cluster_domain",
+    "gang_scheduling",
+    "metacontroller_apply_strategy",
+    "hostfile_order_labels",
+    "hostfile_order_node_selector",
+)
 EVENTS_MODES = {"auto": "auto", "on": "on", "true": "on", "off": "off", "false": "off"}
 CALLER_AUTH_MODES = ("token", "off")
 # Where deploy/ mounts the Secret whose token Metacontroller sends (deploy/base/deployment.yaml).
 CALLER_TOKEN_FILE = Path("/etc/mpi-operator-hook/caller/token")
 MAX_CALLER_TOKEN_BYTES = 8 * 1024
+# Well-known labels cloud providers set on every node; finer ones (block, rack) are provider-specific.
+DEFAULT_ORDER_LABELS = "topology.kubernetes.io/region,topology.kubernetes.io/zone"
 
 
 def read_caller_token(path: Path) -> bytes:
@@ -46,25 +55,6 @@ def read_caller_token(path: Path) -> bytes:
     if len(raw) > MAX_CALLER_TOKEN_BYTES:
         raise ValueError(f"{path} holds more than {MAX_CALLER_TOKEN_BYTES} bytes")
     return token
-
-
-@dataclass(frozen=True)
-class EventsAccess:
-    """Where and how the hook posts Events: the API server's URL, a token file (re-read as it rotates), and
-    the CA that signs the server's certificate (None: the system's CAs)."""
-
-    server: str
-    token_file: Path
-    ca_file: Path | None
-
-
-def in_cluster_server(environ: Mapping[str, str]) -> str:
-    """``https://<KUBERNETES_SERVICE_HOST>:<KUBERNETES_SERVICE_PORT>``, as client-go's in-cluster config; ""
-    outside a Pod."""
-    host, port = environ.get("KUBERNETES_SERVICE_HOST", ""), environ.get("KUBERNETES_SERVICE_PORT", "")
-    if not host or not port:
-        return ""
-    return f"https://[{host}]:{port}" if ":" in host else f"https://{host}:{port}"
 
 
 class Settings(BaseSettings):
@@ -193,6 +183,12 @@ class Settings(BaseSettings):
         description="A writable directory: each /sync and /customize request and its answer are written "
         "there, redacted, for `mpijob replay` (unset: nothing is recorded).",
     )
+    hostfile_order_labels: str = Field(
+        default=DEFAULT_ORDER_LABELS, description="Ours: node labels, coarsest first, ordering a hostfile."
+    )
+    hostfile_order_node_selector: str = Field(
+        default="", description="Ours: a label selector: the Nodes an ordered job's sync is sent."
+    )
     record_max_requests: int = Field(
         default=1000, ge=1, le=1_000_000, description="Recorded requests kept; the oldest go first."
     )
@@ -211,6 +207,17 @@ class Settings(BaseSettings):
     @classmethod
     def _scheduler(cls, value: str) -> str:
         return gang_setting(value)
+
+    @field_validator("hostfile_order_labels")
+    @classmethod
+    def _order_labels(cls, value: str) -> str:
+        return ",".join(parse_labels(value))
+
+    @field_validator("hostfile_order_node_selector")
+    @classmethod
+    def _node_selector(cls, value: str) -> str:
+        parse_selector(value)
+        return value.strip()
 
     @field_validator("ssh_key_seed_file", "record_dir", mode="before")
     @classmethod
@@ -325,7 +332,19 @@ class Settings(BaseSettings):
 
     @functools.cached_property
     def sync_config(self) -> SyncConfig:
-        return SyncConfig(self.cluster_domain, gang_scheduler(self.gang_scheduling), self.annotation_budget)
+        return SyncConfig(
+            self.cluster_domain,
+            gang_scheduler(self.gang_scheduling),
+            self.annotation_budget,
+            parse_labels(self.hostfile_order_labels),
+        )
+
+    @functools.cached_property
+    def node_selector(self) -> dict[str, Any] | None:
+        """``MPI_OPERATOR_HOSTFILE_ORDER_NODE_SELECTOR`` as a labelSelector, or None when unset."""
+        return (
+            parse_selector(self.hostfile_order_node_selector) if self.hostfile_order_node_selector else None
+        )
 
     def key_source(self) -> KeySource:
         if self.ssh_key_seed_file is None:

@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from app.api import child_names, field_path, limits
+from app.api import child_names, field_path, limits, ordering
 from app.api.defaults import Job, Replica
 from app.api.template_shape import INT64_MAX, INT64_MIN, template_problems
 from app.api.types import (
@@ -134,14 +134,20 @@ def _validate_sizes(job: Job, cluster_domain: str, annotation_budget: bool) -> l
 
 
 def _validate_annotations(job: Job) -> list[FieldError]:
-    """Ours: the gang topology annotation names a node label key, else the PodGroup could never be made."""
+    """Ours: the gang topology annotation names a node label key, else the PodGroup could never be made;
+    the hostfile order's annotations say what ``app.api.ordering`` reads."""
+    annotations = job.metadata.annotations
+    errors = [
+        FieldError(f"metadata.annotations[{key}]", "Invalid", detail, value)
+        for key, value, detail in ordering.problems(annotations)
+    ]
     key = child_names.GANG_TOPOLOGY_ANNOTATION
-    value = job.metadata.annotations.get(key, "").strip()
+    value = annotations.get(key, "").strip()
     if not value or child_names.is_label_key(value):
-        return []
+        return errors
     detail = "must be a node label key such as 'topology.kubernetes.io/zone' (an optional DNS subdomain and"
     detail += " '/', then at most 63 alphanumerics, '-', '_' or '.', alphanumeric at both ends)"
-    return [FieldError(f"metadata.annotations[{key}]", "Invalid", detail, value)]
+    return [FieldError(f"metadata.annotations[{key}]", "Invalid", detail, value), *errors]
 
 
 def _validate_name(job: Job) -> list[FieldError]:

@@ -7,11 +7,13 @@ from typing import Any
 
 from app.api.defaults import Job
 from app.api.types import MPIImplementation
+from app.children.host_order import ORDER_KEY, HostOrder
 from app.kube import names
 
 
-def hostfile(job: Job, cluster_domain: str) -> str:
-    """One line per host from the spec (not from Pod state): ``host slots=N`` or ``host:N``."""
+def hostfile(job: Job, cluster_domain: str, order: HostOrder | None = None) -> str:
+    """One line per host from the spec (not from Pod state): ``host slots=N`` or ``host:N``; in upstream's
+    order (launcher first, then workers by index) unless the job's hostfile is ordered (``order``)."""
     name = job.name
     suffix = names.host_suffix(name, job.namespace, cluster_domain)
     slots = job.slots_per_worker
@@ -20,9 +22,16 @@ def hostfile(job: Job, cluster_domain: str) -> str:
         if job.mpi_implementation == MPIImplementation.OPENMPI
         else f"{suffix}:{slots}\n"
     )
-    hosts = [names.launcher_name(name)] if job.run_launcher_as_worker else []
-    hosts += [names.worker_name(name, i) for i in range(job.worker_replicas)]
+    if order is not None:
+        return order.header() + "".join(host + tail for host in order.hosts)
+    hosts = upstream_hosts(job)
     return tail.join(hosts) + tail if hosts else ""
+
+
+def upstream_hosts(job: Job) -> list[str]:
+    """The hosts in upstream's order: the launcher first (``runLauncherAsWorker``), then workers by index."""
+    hosts = [names.launcher_name(job.name)] if job.run_launcher_as_worker else []
+    return hosts + [names.worker_name(job.name, i) for i in range(job.worker_replicas)]
 
 
 def discover_hosts(job: Job, running_workers: Iterable[str], cluster_domain: str) -> str:
@@ -34,7 +43,15 @@ def discover_hosts(job: Job, running_workers: Iterable[str], cluster_domain: str
     return "#!/bin/sh\n" + "".join(f"echo {host}{suffix}\n" for host in hosts)
 
 
-def build_configmap(job: Job, running_workers: Iterable[str], cluster_domain: str) -> dict[str, Any]:
+def build_configmap(
+    job: Job, running_workers: Iterable[str], cluster_domain: str, order: HostOrder | None = None
+) -> dict[str, Any]:
+    data = {
+        names.DISCOVER_HOSTS_KEY: discover_hosts(job, running_workers, cluster_domain),
+        names.HOSTFILE_KEY: hostfile(job, cluster_domain, order),
+    }
+    if order is not None:
+        data[ORDER_KEY] = order.table()
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",
@@ -43,8 +60,5 @@ def build_configmap(job: Job, running_workers: Iterable[str], cluster_domain: st
             "namespace": job.namespace,
             "labels": names.owned_labels(job.name),
         },
-        "data": {
-            names.DISCOVER_HOSTS_KEY: discover_hosts(job, running_workers, cluster_domain),
-            names.HOSTFILE_KEY: hostfile(job, cluster_domain),
-        },
+        "data": data,
     }

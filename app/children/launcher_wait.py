@@ -17,8 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from app.api import ordering
 from app.api.defaults import Job
 from app.api.types import MPIImplementation
+from app.children import host_order
 from app.kube import names
 
 # The default bound on the wait. Workers may take minutes to pull a large image; past this, mpirun meets
@@ -43,6 +45,7 @@ command -v ssh >/dev/null 2>&1 || { say "no ssh in the image: not waiting"; exit
 [ -r "$hostfile" ] || { say "no $hostfile: not waiting"; exit 0; }
 start=$(date +%s 2>/dev/null)
 case $start$bound in ''|*[!0-9]*) say "no clock (date +%s) or no bound: not waiting"; exit 0;; esac
+ORDER_WAIT
 hosts=
 while read -r host rest || [ -n "$host" ]; do
   host=${host%%:*}
@@ -92,6 +95,27 @@ else
 fi
 ); exit 0
 """.replace("PARALLEL", str(_PARALLEL))
+# Ours, for a job whose hostfile is ordered (``app.children.host_order``): wait until the hostfile's first
+# line says the order is final (with runLauncherAsWorker: final for this very Pod, named by the downward API).
+POD_ENV = "MPI_HOOK_POD_NAME"
+_ORDER_WAIT = r"""  until read -r first < "$hostfile" && case $first in
+      "FINAL_MARK"*) [ -z "${POD_ENV:-}" ] || [ "${first##*"LAUNCHER_POD"}" = "$POD_ENV" ];;
+      *) false;; esac; do
+    if [ $(($(date +%s) - start)) -ge "$bound" ]; then
+      say "the hostfile's order is not final within ${bound}s: starting on the order it has"
+      break
+    fi
+    sleep 1
+  done
+  say "hostfile order: ${first:-none} ($(($(date +%s) - start))s)"
+"""
+ORDERED_SCRIPT = SCRIPT.replace(
+    "ORDER_WAIT\n",
+    _ORDER_WAIT.replace("POD_ENV", POD_ENV)
+    .replace("FINAL_MARK", host_order.FINAL)
+    .replace("LAUNCHER_POD", host_order.LAUNCHER_POD),
+)
+SCRIPT = SCRIPT.replace("ORDER_WAIT\n", "")
 
 
 def wait_seconds(job: Job) -> int:
@@ -120,10 +144,15 @@ def with_wait_for_workers(spec: dict[str, Any], job: Job) -> dict[str, Any]:
         return spec
     first = containers[0]
     self_host = names.launcher_name(job.name) if job.run_launcher_as_worker else "-"
-    command = ["sh", "-c", SCRIPT, names.WAIT_FOR_WORKERS_CONTAINER, str(bound), self_host]
+    ordered = ordering.requested(job.metadata.annotations)
+    script = ORDERED_SCRIPT if ordered else SCRIPT
+    command = ["sh", "-c", script, names.WAIT_FOR_WORKERS_CONTAINER, str(bound), self_host]
     if job.mpi_implementation != MPIImplementation.OPENMPI:
         # Without the cluster domain: never in the Pod's own /etc/hosts, so only cluster DNS answers it.
         command.append(names.launcher_name(job.name) + names.host_suffix(job.name, job.namespace, ""))
     container: dict[str, Any] = {"name": names.WAIT_FOR_WORKERS_CONTAINER, "command": command}
     container.update({key: first[key] for key in _COPIED if first.get(key)})
+    if ordered and job.run_launcher_as_worker:
+        pod_name = {"name": POD_ENV, "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}
+        container["env"] = [*container.get("env", []), pod_name]
     return {**spec, "initContainers": [*init, container]}

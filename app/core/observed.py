@@ -105,6 +105,10 @@ class Observed:
     podgroups_declared: frozenset[str] = frozenset()
     # PriorityClass values by name (customize hook, gang scheduling only): they rank a PodGroup's replicas.
     priorities: Mapping[str, int] = field(default_factory=dict)
+    # Node labels by node name (customize hook, ordered hostfiles only): they order the hostfile.
+    node_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
+    # The hostfile the job's ConfigMap holds now (None: no ConfigMap yet).
+    stored_hostfile: str | None = None
 
     @cached_property
     def launcher_job_state(self) -> LauncherJobState | None:
@@ -161,7 +165,17 @@ def classify(job_name: str, request: SyncRequest) -> Observed:
         podgroups=_podgroups(job_name, request),
         podgroups_declared=request.controller.declared_podgroups,
         priorities=request.related.priority_values,
+        node_labels={
+            node.metadata.name: node.metadata.labels for node in (request.related.nodes or {}).values()
+        },
+        stored_hostfile=_stored_hostfile(job_name, request),
     )
+
+
+def _stored_hostfile(job_name: str, request: SyncRequest) -> str | None:
+    name = names.config_name(job_name)
+    stored = next((c for c in (request.children.configmaps or {}).values() if c.metadata.name == name), None)
+    return None if stored is None else (stored.data or {}).get(names.HOSTFILE_KEY, "")
 
 
 def _podgroups(job_name: str, request: SyncRequest) -> frozenset[str]:

@@ -8,8 +8,9 @@ values it needs from the decisions before it. The status (``status.next_status``
    launcher.) Is it suspended (``suspension``)?
 2. Which children count, and does a failure restart or fail the job (``failure``)?
 3. Upstream's worker list, and does the job end now, and how (``finishing``: the ``Ending``)?
-4. Which workers to return (``worker_pods``), whether the launcher Job is kept or created
-   (``launcher_creation``), whether the Pods join a PodGroup and the response has it (``gang_scheduling``).
+4. The hostfile's order and whether the launcher may start on it (``hostfile_order``), which workers to
+   return (``worker_pods``), whether the launcher Job is kept or created (``launcher_creation``), whether
+   the Pods join a PodGroup and the response has it (``gang_scheduling``).
 5. Which conditions change and why, and the start and completion times (``stage``, ``notices``).
 """
 
@@ -23,7 +24,15 @@ from app.core import stage
 from app.core.intents import ConditionIntent
 from app.core.notices import notices
 from app.core.observed import Observed, count_workers
-from app.core.policies import failure, finishing, gang_scheduling, launcher_creation, suspension, worker_pods
+from app.core.policies import (
+    failure,
+    finishing,
+    gang_scheduling,
+    hostfile_order,
+    launcher_creation,
+    suspension,
+    worker_pods,
+)
 from app.kube.gang import GangScheduler, topology_key
 
 
@@ -36,6 +45,10 @@ class Inputs:
     # ``mpijob lint``'s findings on this job as one message, or None.
     warning: str | None
     now: datetime
+    # The node labels the job's hostfile is ordered by (None: upstream's order), and the cluster domain its
+    # host names end in.
+    order_labels: tuple[str, ...] | None = None
+    cluster_domain: str = ""
 
 
 @dataclass(frozen=True)
@@ -48,6 +61,7 @@ class Plan:
     workers: worker_pods.WorkerPods
     launcher_job: launcher_creation.LauncherJobDecision
     gang: gang_scheduling.Gang
+    hostfile: hostfile_order.HostfileDecision
     # The stage conditions and the times; the notices (GangSchedulingUnavailable, the lint Warning).
     stage: stage.Stage
     notices: tuple[ConditionIntent, ...]
@@ -90,22 +104,21 @@ def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
     workers = worker_pods.decide(
         job, current, counts, hold=hold, cleaning=finish.cleaning, finished_before=finished_before
     )
-    launcher_decision = launcher_creation.decide(
-        job, current, listed, finished_before=finished_before, suspended=paused.suspended, hold=hold
+    ordering = hostfile_order.decide(job, current, inputs.order_labels, cluster_domain=inputs.cluster_domain)
+    hold_launcher = hold or not ordering.launcher_may_start
+    launcher = launcher_creation.decide(
+        job, current, listed, finished_before=finished_before, suspended=paused.suspended, hold=hold_launcher
     )
-    cleaned = finish.cleaning is not None
     gang = gang_scheduling.decide(
         inputs.gang,
         current,
         finished_before=finished_before,
         suspended=paused.suspended,
         launcher_done=launcher_done,
-        cleaned=cleaned,
+        cleaned=finish.cleaning is not None,
     )
     gang = gang_scheduling.with_topology(gang, inputs.gang, topology_key(job.metadata.annotations))
     progress = stage.Progress(finished_before, paused, restarts, finish.ending, launcher_job, workers)
     advice = notices(finished_before, gang, inputs.gang, inputs.warning)
-    job_stage = stage.decide(job, progress, inputs.now)
-    return Plan(
-        finished_before, paused, restarts, finish, workers, launcher_decision, gang, job_stage, advice
-    )
+    staged = stage.decide(job, progress, inputs.now)
+    return Plan(finished_before, paused, restarts, finish, workers, launcher, gang, ordering, staged, advice)

@@ -20,6 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from app.api.defaults import Job, with_defaults
+from app.api.ordering import order_labels
 from app.api.types import KUBEFLOW_JOB_CONTROLLER, JobStatus, ObjectMeta
 from app.api.validation import FieldError, aggregate, validate
 from app.children.templates import PodTemplates, pod_templates
@@ -153,7 +154,9 @@ def _reconcile(
     """The job's life from the plan: its status, children and what the shell records."""
     job = verdict.job
     observed = classify(job.name, request)
-    plan = make_plan(job, observed, Inputs(config.gang, verdict.warning, now))
+    labels = order_labels(job.metadata.annotations, config.hostfile_order_labels)
+    inputs = Inputs(config.gang, verdict.warning, now, labels, config.cluster_domain)
+    plan = make_plan(job, observed, inputs)
     status, events = next_status(job, plan, verdict.stored, now)
     timings = phase_timings(verdict.stored, status, events) if events else ()
     children = desired_children(job, plan, observed, verdict.templates, keys, config.cluster_domain)

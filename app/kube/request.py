@@ -108,8 +108,14 @@ class PodStatus(msgspec.Struct, frozen=True, gc=False):
             return []
 
 
+class PodSpec(msgspec.Struct, frozen=True, gc=False):
+    # The node the scheduler bound the Pod to ("" until then).
+    nodeName: str = ""
+
+
 class ObservedPod(msgspec.Struct, frozen=True, gc=False):
     metadata: Meta = Meta()
+    spec: PodSpec = PodSpec()
     status: PodStatus | None = None
 
     @property
@@ -158,6 +164,11 @@ class ObservedObject(msgspec.Struct, frozen=True, gc=False):
     metadata: Meta = Meta()
 
 
+class ObservedConfigMap(msgspec.Struct, frozen=True, gc=False):
+    metadata: Meta = Meta()
+    data: dict[str, str] | None = None
+
+
 class ObservedImmutable(msgspec.Struct, frozen=True, gc=False):
     """A Workload API child: its spec is immutable, so what is stored is what was applied (``freeze``)."""
 
@@ -170,7 +181,7 @@ class Children(msgspec.Struct, frozen=True, gc=False):
     launcher_jobs: dict[str, ObservedLauncherJob] | None = msgspec.field(default=None, name="Job.batch/v1")
     services: dict[str, ObservedObject] | None = msgspec.field(default=None, name="Service.v1")
     secrets: dict[str, ObservedSecret] | None = msgspec.field(default=None, name="Secret.v1")
-    configmaps: dict[str, ObservedObject] | None = msgspec.field(default=None, name="ConfigMap.v1")
+    configmaps: dict[str, ObservedConfigMap] | None = msgspec.field(default=None, name="ConfigMap.v1")
     volcano_podgroups: dict[str, ObservedObject] | None = msgspec.field(
         default=None, name=f"{gang.KIND}.{gang.VOLCANO_API_VERSION}"
     )
@@ -190,8 +201,16 @@ class ObservedPriorityClass(msgspec.Struct, frozen=True, gc=False):
     value: int = 0
 
 
+class ObservedNode(msgspec.Struct, frozen=True, gc=False):
+    """A Node: only its name and labels are read (its status, often most of it, is skipped unread)."""
+
+    metadata: Meta = Meta()
+
+
 class Related(msgspec.Struct, frozen=True, gc=False):
     pods: dict[str, ObservedPod] | None = msgspec.field(default=None, name="Pod.v1")
+    # Cluster-scoped, v2 hooks only, asked for a job whose hostfile is ordered by its nodes' labels.
+    nodes: dict[str, ObservedNode] | None = msgspec.field(default=None, name="Node.v1")
     # Cluster-scoped: delivered to hook version v2 only, when the customize hook asks (gang scheduling).
     priority_classes: dict[str, ObservedPriorityClass] | None = msgspec.field(
         default=None, name="PriorityClass.scheduling.k8s.io/v1"
@@ -254,6 +273,12 @@ class ParentHead(msgspec.Struct, frozen=True, gc=False):
 class ParentName(msgspec.Struct, frozen=True, gc=False):
     name: str = ""
     namespace: str = ""
+    # Whether the job's hostfile is ordered (``app.api.ordering``) decides what the hook asks for.
+    annotations_json: msgspec.Raw = msgspec.field(default=_NULL, name="annotations")
+
+    @property
+    def annotations(self) -> dict[str, str]:
+        return _decode_map(self.annotations_json)
 
 
 class CustomizeParent(ParentHead, frozen=True, gc=False):

@@ -38,9 +38,9 @@ from app.cluster.posts import Poster, Posting
 from app.core.intents import Event
 from app.core.messages import truncate
 from app.core.sync import SyncResult
+from app.kube.in_cluster import EventsAccess
 from app.server import logs
 from app.server.ratelimit import EventBudget
-from app.settings import EventsAccess
 
 log = logging.getLogger("mpi_operator_hook.events")
 

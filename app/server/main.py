@@ -283,8 +283,9 @@ async def sync_endpoint(hook: Hook, body: bytes) -> tuple[int, bytes]:
 
 
 async def customize_endpoint(hook: Hook, body: bytes) -> tuple[int, bytes]:
-    """``POST /customize``: which related objects (the launcher's Pods) the next sync needs."""
-    answer = await _answer(hook, "customize", lambda b: orjson.dumps(customize(b)), body)
+    """``POST /customize``: which related objects (the launcher's Pods, ...) the next sync needs."""
+    config, selector = hook.settings.sync_config, hook.settings.node_selector
+    answer = await _answer(hook, "customize", lambda b: orjson.dumps(customize(b, config, selector)), body)
     if not isinstance(answer, bytes):
         return answer.status, answer.payload
     hook.metrics.requests.labels("customize", "ok").inc()

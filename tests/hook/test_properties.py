@@ -233,7 +233,7 @@ def test_mutated_wire_requests_never_fail_unexpectedly(data: st.DataObject) -> N
     if response is not None:
         assert set(orjson.loads(response)) == {"status", "children", "resyncAfterSeconds"}
     with contextlib.suppress(RequestError):
-        customize(body)
+        customize(body, SyncConfig())
 
 
 @pytest.mark.parametrize("depth", [10, 100, 1000, 10_000])

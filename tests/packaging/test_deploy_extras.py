@@ -152,8 +152,12 @@ def test_metacontroller_cluster_role_is_exactly_what_the_controller_needs() -> N
     assert grants[(group, parent["resource"])] == {"get", "list", "watch", "update", "patch"}
     assert grants[(group, parent["resource"] + "/status")] == {"get", "update", "patch"}
     assert grants[("", "events")] == {"create", "patch"}
-    forbidden = {("", "pods/exec"), ("", "nodes"), ("rbac.authorization.k8s.io", "clusterroles")}
+    forbidden = {("", "pods/exec"), ("rbac.authorization.k8s.io", "clusterroles")}
     assert not forbidden & set(grants)
+    # The customize hook's cluster-scoped related objects: read, never written.
+    assert (
+        grants[("", "nodes")] == grants[("scheduling.k8s.io", "priorityclasses")] == {"get", "list", "watch"}
+    )
     writable = {key for key, verbs in grants.items() if verbs & {"create", "update", "patch", "delete"}}
     children = {
         (c["apiVersion"].rpartition("/")[0], c["resource"]) for c in controller["spec"]["childResources"]

@@ -493,7 +493,9 @@ class FakeMetacontroller:
             return {}
         body = orjson.dumps({"controller": self.controller, "parent": self.parent, "finalizing": False})
         related: dict[str, dict[str, Any]] = {}
-        for rule in customize(body)["relatedResources"]:
+        for rule in customize(body, self.settings.sync_config, self.settings.node_selector)[
+            "relatedResources"
+        ]:
             if (rule["apiVersion"], rule["resource"]) == ("scheduling.k8s.io/v1", "priorityclasses"):
                 assert "labelSelector" not in rule and "namespace" not in rule, rule
                 group = related.setdefault(PRIORITY_CLASS_KEY, {})

@@ -64,8 +64,10 @@ def pod(
     disrupted: bool = False,
     attempt: int | None = None,
     created: str = STAMP,
+    node: str = "",
 ) -> ObservedPod:
-    """A Pod as the API server reports it; ``exit_code``: its container ended so (non-zero: a failure)."""
+    """A Pod as the API server reports it; ``exit_code``: its container ended so (non-zero: a failure);
+    ``node``: the node it is bound to."""
     status: dict[str, Any] = {"phase": phase}
     if reason is not None:
         status["reason"] = reason
@@ -77,7 +79,9 @@ def pod(
         ended = {"exitCode": exit_code, "reason": exit_reason}
         status["containerStatuses"] = [{"name": role, "state": {"terminated": ended}}]
     metadata = {"name": name, "labels": _labels(role, attempt), "creationTimestamp": created}
-    pod: ObservedPod = _decode({"metadata": metadata, "status": status}, ObservedPod)
+    pod: ObservedPod = _decode(
+        {"metadata": metadata, "spec": {"nodeName": node}, "status": status}, ObservedPod
+    )
     return pod
 
 
@@ -113,8 +117,8 @@ def launcher_job(
     return job
 
 
-def launcher_pod(phase: str = "Running", **how: Any) -> ObservedPod:
-    return pod(f"{names.launcher_name(NAME)}-x1", names.LAUNCHER, phase, **how)
+def launcher_pod(phase: str = "Running", suffix: str = "x1", **how: Any) -> ObservedPod:
+    return pod(f"{names.launcher_name(NAME)}-{suffix}", names.LAUNCHER, phase, **how)
 
 
 def observed(

@@ -29,7 +29,7 @@ from app.cli.doctor.kubeconfig_files import KubeconfigError
 from app.cluster.connection import Connection
 from app.cluster.tokens import bearer_token, read_token
 from app.cluster.untrusted import Hostile, read_file
-from app.settings import SERVICE_ACCOUNT_DIR, in_cluster_server
+from app.kube.in_cluster import SERVICE_ACCOUNT_DIR, in_cluster_server
 
 # A PEM bundle is a few KiB to a few hundred (a token file's bound is the shared one, app/cluster/tokens.py).
 _PEM_FILE_BYTES = 1024 * 1024

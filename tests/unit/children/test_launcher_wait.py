@@ -122,6 +122,8 @@ def _run(
     launcher: str = "-",
     ssh: bool = True,
     name: str = "",
+    script: str = SCRIPT,
+    env: dict[str, str] | None = None,
 ) -> tuple[subprocess.CompletedProcess[str], list[str]]:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir(exist_ok=True)
@@ -137,7 +139,7 @@ def _run(
     (tmp_path / "up").write_text("".join(f"{h}\n" for h in up))
     calls = tmp_path / "calls"
     calls.write_text("")
-    script = SCRIPT.replace("/etc/mpi/hostfile", str(tmp_path / "hostfile"))
+    script = script.replace("/etc/mpi/hostfile", str(tmp_path / "hostfile"))
     argv = [
         shutil.which(shell) or shell,
         *(["sh"] if shell == "busybox" else []),
@@ -148,7 +150,7 @@ def _run(
         launcher,
         name,
     ]
-    env = {"PATH": str(bin_dir), "UP_FILE": str(tmp_path / "up"), "CALLS": str(calls)}
+    env = {"PATH": str(bin_dir), "UP_FILE": str(tmp_path / "up"), "CALLS": str(calls), **(env or {})}
     done = subprocess.run(argv, env=env, capture_output=True, text=True, timeout=60, check=False)
     return done, calls.read_text().split()
 

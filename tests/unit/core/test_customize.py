@@ -9,6 +9,7 @@ from __future__ import annotations
 import orjson
 import pytest
 
+from app.core.config import SyncConfig
 from app.core.customize import customize
 from app.kube.request import decode_request
 from tests.support.builders import controller, priority_class, sync_request
@@ -41,7 +42,7 @@ def test_priority_classes_are_asked_for_with_a_podgroup_child(
     podgroup: str | None, want: list[object]
 ) -> None:
     body = orjson.dumps({"controller": controller(podgroup=podgroup), "parent": PARENT})
-    assert customize(body) == {"relatedResources": want}
+    assert customize(body, SyncConfig()) == {"relatedResources": want}
 
 
 def test_a_podgroup_of_no_known_scheduler_asks_for_no_priority_classes() -> None:
@@ -49,11 +50,11 @@ def test_a_podgroup_of_no_known_scheduler_asks_for_no_priority_classes() -> None
     other = controller()
     other["spec"]["childResources"].append({"apiVersion": "example.com/v1", "resource": "podgroups"})
     body = orjson.dumps({"controller": other, "parent": PARENT})
-    assert customize(body) == {"relatedResources": [LAUNCHER_PODS]}
+    assert customize(body, SyncConfig()) == {"relatedResources": [LAUNCHER_PODS]}
 
 
 def test_customize_without_a_controller_asks_for_the_launcher_pods_only() -> None:
-    assert customize(orjson.dumps({"parent": PARENT})) == {"relatedResources": [LAUNCHER_PODS]}
+    assert customize(orjson.dumps({"parent": PARENT}), SyncConfig()) == {"relatedResources": [LAUNCHER_PODS]}
 
 
 def test_priority_values_decode_from_related() -> None:
@@ -81,3 +82,77 @@ def test_controller_says_which_podgroup_kind_it_declares(podgroup: str | None) -
         if decoded.declares_child(api_version, "podgroups")
     }
     assert declared == ({podgroup} if podgroup else set())
+
+
+# --- Nodes, for a job whose hostfile is ordered by its nodes' labels ---------------------------------------
+
+ZONE, RACK = "topology.kubernetes.io/zone", "example.com/rack"
+
+
+def _ordered(**annotations: str) -> bytes:
+    parent = {**PARENT, "metadata": {**PARENT["metadata"], "annotations": annotations}}
+    return orjson.dumps({"controller": controller(), "parent": parent})
+
+
+@pytest.mark.parametrize(
+    ("annotations", "config", "selector", "want"),
+    [
+        ({}, SyncConfig(hostfile_order_labels=(ZONE,)), None, None),
+        (
+            {"mpi-operator-hook/hostfile-order": "index"},
+            SyncConfig(hostfile_order_labels=(ZONE,)),
+            None,
+            None,
+        ),
+        (
+            {"mpi-operator-hook/hostfile-order": "topology"},
+            SyncConfig(hostfile_order_labels=(ZONE, RACK)),
+            None,
+            {"matchExpressions": [{"key": ZONE, "operator": "Exists"}]},
+        ),
+        (
+            {"mpi-operator-hook/hostfile-order": "topology", "mpi-operator-hook/hostfile-order-labels": RACK},
+            SyncConfig(hostfile_order_labels=(ZONE,)),
+            None,
+            {"matchExpressions": [{"key": RACK, "operator": "Exists"}]},
+        ),
+        (
+            {"mpi-operator-hook/hostfile-order": "topology"},
+            SyncConfig(hostfile_order_labels=(ZONE,)),
+            {"matchLabels": {"pool": "gpu"}},
+            {"matchLabels": {"pool": "gpu"}},
+        ),
+        # No labels: ordered by node name, which every Pod carries; no Node is needed.
+        ({"mpi-operator-hook/hostfile-order": "topology"}, SyncConfig(), None, None),
+    ],
+    ids=["not asked", "index", "default labels", "own labels", "the hook's selector", "no labels"],
+)
+def test_nodes_are_asked_for_only_for_an_ordered_job_and_bounded_by_a_selector(
+    annotations: dict[str, str], config: SyncConfig, selector: dict[str, object] | None, want: object
+) -> None:
+    rules = customize(_ordered(**annotations), config, selector)["relatedResources"]
+    nodes = [r for r in rules if r["resource"] == "nodes"]
+    assert nodes == (
+        [] if want is None else [{"apiVersion": "v1", "resource": "nodes", "labelSelector": want}]
+    )
+
+
+def test_node_labels_and_pod_bindings_decode_from_the_request() -> None:
+    body = orjson.dumps(
+        {
+            "parent": PARENT,
+            "related": {
+                "Node.v1": {
+                    "n1": {"metadata": {"name": "n1", "labels": {ZONE: "z1"}}, "status": {"images": []}}
+                }
+            },
+            "children": {
+                "Pod.v1": {
+                    "ns/pi-worker-0": {"metadata": {"name": "pi-worker-0"}, "spec": {"nodeName": "n1"}}
+                }
+            },
+        }
+    )
+    request = decode_request(body)
+    assert request.related.nodes is not None and request.related.nodes["n1"].metadata.labels == {ZONE: "z1"}
+    assert request.children.pods is not None and request.children.pods["ns/pi-worker-0"].spec.nodeName == "n1"

@@ -26,6 +26,7 @@ import uvicorn
 from app.cluster.tokens import TokenFile
 from app.core.intents import Event, Milestone
 from app.core.sync import Outcome, SyncResult
+from app.kube.in_cluster import EventsAccess
 from app.kube.keys import SeededKeys
 from app.server.events import (
     COMPONENT,
@@ -40,7 +41,7 @@ from app.server.events import (
 from app.server.main import create_app, sync_endpoint
 from app.server.metrics import Metrics
 from app.server.ratelimit import Budget, EventBudget
-from app.settings import EventsAccess, Settings
+from app.settings import Settings
 from tests.support.golden_cases import SEED as TEST_SEED
 from tests.support.paths import ROOT
 

@@ -1,0 +1,87 @@
+"""Ours: the hostfile in topology order (``mpi-operator-hook/hostfile-order: topology``), and when the
+launcher may start on it.
+
+Each host (the launcher with ``runLauncherAsWorker``, then the workers) is placed by the node its Pod is
+bound to: hosts are sorted by that node's values of the order labels, coarsest first, a node lacking a
+label after those that have it; then by node name, so one node's Pods are neighbours; then by upstream's
+position, so equal hosts keep index order. Rank neighbours thus share the finest domain they can.
+
+The order is final once every host is bound; until then the hostfile keeps upstream's order and says the
+order is pending. The launcher Job is created only once the final hostfile is stored, so its Pod mounts
+the order ``mpirun`` will use (with ``WaitForWorkersReady`` too). A launcher-as-worker is itself a host
+that is placed only once its Pod is bound: that launcher is created as usual, and its ``wait-for-workers``
+holds ``mpirun`` until the hostfile it sees names its own Pod (``app.children.launcher_wait``).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+
+from app.api.defaults import Job
+from app.children.configmap import hostfile, upstream_hosts
+from app.children.host_order import HostOrder, Placement
+from app.core.observed import Observed
+from app.kube.pod_phase import PodPhase
+from app.kube.request import ObservedPod
+
+
+@dataclass(frozen=True, slots=True)
+class HostfileDecision:
+    # None: upstream's order (the job did not ask for topology order).
+    order: HostOrder | None = None
+    # The launcher Job may be created as far as the order goes.
+    launcher_may_start: bool = True
+
+
+def decide(
+    job: Job, observed: Observed, labels: tuple[str, ...] | None, *, cluster_domain: str
+) -> HostfileDecision:
+    """``labels``: the job's order labels (``app.api.ordering.order_labels``), None for upstream's
+    order; ``observed``: the current attempt."""
+    if labels is None:
+        return HostfileDecision()
+    order = host_order(job, observed, labels)
+    if job.run_launcher_as_worker:
+        return HostfileDecision(order)
+    stored = observed.stored_hostfile == hostfile(job, cluster_domain, order)
+    return HostfileDecision(order, launcher_may_start=order.final and stored)
+
+
+def host_order(job: Job, observed: Observed, labels: tuple[str, ...]) -> HostOrder:
+    """The hosts placed by their nodes: sorted once all are bound, upstream's order until then."""
+    pods: list[ObservedPod | None] = []
+    launcher = None
+    if job.run_launcher_as_worker:
+        launcher = current_launcher_pod(observed.launcher_pods or [])
+        pods.append(launcher)
+    pods += [observed.workers.get(i) for i in range(job.worker_replicas)]
+    placements = [
+        _place(host, pod, observed.node_labels, labels)
+        for host, pod in zip(upstream_hosts(job), pods, strict=True)
+    ]
+    launcher_pod = launcher.metadata.name if launcher is not None and launcher.spec.nodeName else ""
+    order = HostOrder(labels, tuple(placements), launcher_pod)
+    if not order.final:
+        return order
+    ranked = sorted(enumerate(placements), key=lambda item: (_sort_key(item[1]), item[0]))
+    return HostOrder(labels, tuple(p for _, p in ranked), launcher_pod)
+
+
+def current_launcher_pod(pods: list[ObservedPod]) -> ObservedPod | None:
+    """The launcher Pod of this try: the newest one that has not ended (a retry replaces a failed one)."""
+    live = [pod for pod in pods if pod.phase not in (PodPhase.SUCCEEDED, PodPhase.FAILED)]
+    return max(live, key=lambda pod: (pod.metadata.creationTimestamp or "", pod.metadata.name), default=None)
+
+
+def _place(
+    host: str, pod: ObservedPod | None, nodes: Mapping[str, Mapping[str, str]], labels: tuple[str, ...]
+) -> Placement:
+    node = pod.spec.nodeName if pod is not None else ""
+    node_labels = nodes.get(node, {})
+    return Placement(host, node, tuple(node_labels.get(label) for label in labels))
+
+
+def _sort_key(placement: Placement) -> tuple[tuple[tuple[bool, str], ...], str]:
+    """Label values, coarsest first, each missing one after every present one; then the node's name."""
+    return tuple((value is None, value or "") for value in placement.values), placement.node

@@ -1,0 +1,48 @@
+"""An ordered hostfile as the ConfigMap holds it: its first line, its hosts, the ``hostfile-order`` key."""
+
+from __future__ import annotations
+
+from app.api.ordering import ORDER_ANNOTATION
+from app.children import host_order
+from app.children.configmap import build_configmap
+from app.children.host_order import HostOrder, Placement
+from tests.support.builders import mpijob
+from tests.support.observed import defaulted
+
+RACK = "example.com/rack"
+
+
+def test_a_final_order_writes_its_hosts_sorted_with_its_labels_and_a_table() -> None:
+    job = defaulted(
+        mpijob().impl("MPICH").slots(2).set("metadata.annotations", {ORDER_ANNOTATION: "topology"})
+    )
+    order = HostOrder(
+        (RACK,), (Placement("pi-worker-1", "n1", ("r1",)), Placement("pi-worker-0", "n9", (None,)))
+    )
+    data = build_configmap(job, [], "", order)["data"]
+    assert data["hostfile"] == (
+        f"{host_order.FINAL} {RACK}\npi-worker-1.pi.default.svc:2\npi-worker-0.pi.default.svc:2\n"
+    )
+    assert data["hostfile-order"] == f"# line host node {RACK}\n1 pi-worker-1 n1 r1\n2 pi-worker-0 n9 -\n"
+
+
+def test_a_pending_order_says_how_many_hosts_are_bound() -> None:
+    order = HostOrder((RACK,), (Placement("a", "n1", ("r1",)), Placement("b", "", (None,))))
+    assert order.header() == f"{host_order.PENDING}, 1 of 2 hosts bound to nodes\n"
+    assert order.table().endswith("2 b - -\n")
+
+
+def test_a_launcher_as_workers_order_names_its_pod() -> None:
+    order = HostOrder((), (Placement("pi-launcher", "n1", ()),), "pi-launcher-x")
+    assert order.header() == f"{host_order.FINAL} (none: by node name); launcher Pod pi-launcher-x\n"
+
+
+def test_the_table_stops_at_its_bound() -> None:
+    placements = tuple(Placement(f"pi-worker-{i}", "n" * 200, ()) for i in range(1000))
+    table = HostOrder((), placements).table()
+    assert len(table.encode()) <= host_order.MAX_TABLE_BYTES + 64
+    assert table.endswith(" more hosts not shown\n")
+
+
+def test_a_job_that_did_not_opt_in_has_no_table() -> None:
+    assert "hostfile-order" not in build_configmap(defaulted(), [], "")["data"]

@@ -1,0 +1,151 @@
+"""``hostfile_order``: hosts sorted by their nodes' labels once every host is bound (missing labels last,
+then node name, then upstream's position), the launcher-as-worker placed by its Pod's node, and the launcher
+Job held until the final hostfile is stored."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from app.api.ordering import LABELS_ANNOTATION, ORDER_ANNOTATION
+from app.children.configmap import hostfile
+from app.core.policies import hostfile_order
+from tests.support.builders import MPIJobBuilder, mpijob
+from tests.support.observed import defaulted, launcher_pod, observed, worker
+
+BLOCK, RACK = "example.com/block", "example.com/rack"
+LABELS = (BLOCK, RACK)
+# Two blocks of two racks; n5 lacks the rack label, n6 every label.
+NODES = {
+    "n1": {BLOCK: "b1", RACK: "r1"},
+    "n2": {BLOCK: "b1", RACK: "r2"},
+    "n3": {BLOCK: "b2", RACK: "r1"},
+    "n4": {BLOCK: "b2", RACK: "r2"},
+    "n5": {BLOCK: "b1"},
+    "n6": {},
+}
+
+
+def ordered(builder: MPIJobBuilder | None = None, **annotations: str) -> MPIJobBuilder:
+    builder = builder or mpijob()
+    return builder.set("metadata.annotations", {ORDER_ANNOTATION: "topology", **annotations})
+
+
+def hosts_on(*nodes: str, **how: Any) -> dict[int, Any]:
+    """Workers 0..n-1 bound to these nodes ("" = not bound yet)."""
+    return {i: worker(i, node=node, **how) for i, node in enumerate(nodes)}
+
+
+def order_of(builder: MPIJobBuilder, workers: dict[int, Any], **seen: Any) -> list[str]:
+    job = defaulted(builder)
+    decision = hostfile_order.decide(job, observed(None, workers, **seen), LABELS, cluster_domain="")
+    assert decision.order is not None
+    return decision.order.hosts
+
+
+# id: (nodes of workers 0..n-1, the hostfile's order of worker indices)
+ORDERS: dict[str, tuple[tuple[str, ...], list[int]]] = {
+    "sorted by block, then rack": (("n4", "n1", "n3", "n2"), [1, 3, 2, 0]),
+    "a node without the rack comes after its block's racks": (("n5", "n2", "n1"), [2, 1, 0]),
+    "a node without any label comes last": (("n6", "n4", "n1"), [2, 1, 0]),
+    "an unknown node is a node without labels, then by name": (("zz", "n6", "n1"), [2, 1, 0]),
+    "one node's Pods are neighbours, by index": (("n2", "n1", "n2", "n1"), [1, 3, 0, 2]),
+    "equal nodes keep index order": (("n1", "n1", "n1"), [0, 1, 2]),
+}
+
+
+@pytest.mark.parametrize(("nodes", "want"), ORDERS.values(), ids=ORDERS.keys())
+def test_the_order_of_bound_workers(nodes: tuple[str, ...], want: list[int]) -> None:
+    builder = ordered(mpijob().workers(len(nodes)))
+    got = order_of(builder, hosts_on(*nodes), node_labels=NODES)
+    assert got == [f"pi-worker-{i}" for i in want]
+
+
+def test_values_compare_byte_by_byte_as_kueue_orders_domains() -> None:
+    nodes = {"a": {BLOCK: "rack-2"}, "b": {BLOCK: "rack-10"}}
+    got = order_of(ordered(), hosts_on("a", "b"), node_labels=nodes)
+    assert got == ["pi-worker-1", "pi-worker-0"]
+
+
+def test_pending_until_every_worker_is_bound_keeps_upstreams_order() -> None:
+    job = defaulted(ordered(mpijob().workers(3)))
+    seen = observed(None, hosts_on("n4", "", "n1"), node_labels=NODES)
+    decision = hostfile_order.decide(job, seen, LABELS, cluster_domain="")
+    assert decision.order is not None and not decision.order.final
+    assert decision.order.hosts == ["pi-worker-0", "pi-worker-1", "pi-worker-2"]
+    assert decision.order.bound == 2
+    assert not decision.launcher_may_start
+
+
+def test_a_missing_worker_is_not_bound() -> None:
+    job = defaulted(ordered(mpijob().workers(2)))
+    decision = hostfile_order.decide(
+        job, observed(None, hosts_on("n1"), node_labels=NODES), LABELS, cluster_domain=""
+    )
+    assert decision.order is not None and decision.order.bound == 1 and not decision.launcher_may_start
+
+
+def test_the_launcher_starts_only_once_the_final_hostfile_is_stored() -> None:
+    job = defaulted(ordered())
+    workers = hosts_on("n3", "n1")
+    final = hostfile_order.decide(job, observed(None, workers, node_labels=NODES), LABELS, cluster_domain="")
+    assert final.order is not None and final.order.final and not final.launcher_may_start
+    written = hostfile(job, "", final.order)
+    stored = observed(None, workers, node_labels=NODES, stored_hostfile=written)
+    assert hostfile_order.decide(job, stored, LABELS, cluster_domain="").launcher_may_start
+    # A worker replaced on another node changes the order: not the stored one any more.
+    moved = observed(None, hosts_on("n3", "n4"), node_labels=NODES, stored_hostfile=written)
+    assert not hostfile_order.decide(job, moved, LABELS, cluster_domain="").launcher_may_start
+
+
+def test_a_replaced_worker_joins_the_order_at_its_new_node() -> None:
+    builder = ordered(mpijob().workers(3))
+    before = order_of(builder, hosts_on("n3", "n1", "n2"), node_labels=NODES)
+    after = order_of(builder, hosts_on("n3", "n4", "n2"), node_labels=NODES)
+    assert before == ["pi-worker-1", "pi-worker-2", "pi-worker-0"]
+    assert after == ["pi-worker-2", "pi-worker-0", "pi-worker-1"]
+
+
+def test_the_launcher_as_worker_takes_its_place_by_its_pods_node() -> None:
+    builder = ordered(mpijob().launcher_as_worker())
+    launcher = launcher_pod(node="n3", suffix="b")
+    got = order_of(builder, hosts_on("n4", "n1"), node_labels=NODES, launcher_pods=[launcher])
+    assert got == ["pi-worker-1", "pi-launcher", "pi-worker-0"]
+
+
+def test_the_launcher_as_worker_is_pending_until_its_pod_is_bound_and_may_start_at_once() -> None:
+    job = defaulted(ordered(mpijob().launcher_as_worker()))
+    seen = observed(None, hosts_on("n4", "n1"), node_labels=NODES, launcher_pods=[launcher_pod(suffix="b")])
+    decision = hostfile_order.decide(job, seen, LABELS, cluster_domain="")
+    assert decision.order is not None and not decision.order.final
+    assert decision.launcher_may_start  # its own wait-for-workers holds mpirun (launcher_wait)
+
+
+def test_the_launcher_pod_of_this_try_places_the_launcher() -> None:
+    failed = launcher_pod("Failed", suffix="a", node="n1", created="2026-05-04T09:00:00Z")
+    retry = launcher_pod("Pending", suffix="b", node="n4", created="2026-05-04T09:01:00Z")
+    job = defaulted(ordered(mpijob().launcher_as_worker()))
+    seen = observed(None, hosts_on("n3", "n1"), node_labels=NODES, launcher_pods=[failed, retry])
+    order = hostfile_order.decide(job, seen, LABELS, cluster_domain="").order
+    assert order is not None and order.launcher_pod == "pi-launcher-b"
+    assert order.hosts == ["pi-worker-1", "pi-worker-0", "pi-launcher"]
+
+
+def test_a_job_that_did_not_opt_in_keeps_upstreams_hostfile_and_starts_as_before() -> None:
+    decision = hostfile_order.decide(
+        defaulted(), observed(None, hosts_on("n4", "n1")), None, cluster_domain=""
+    )
+    assert decision.order is None and decision.launcher_may_start
+
+
+def test_suspended_job_without_workers_is_pending() -> None:
+    job = defaulted(ordered(mpijob().suspend()))
+    decision = hostfile_order.decide(job, observed(), LABELS, cluster_domain="")
+    assert decision.order is not None and decision.order.bound == 0 and not decision.launcher_may_start
+
+
+def test_no_labels_orders_by_node_name() -> None:
+    job = defaulted(ordered(**{LABELS_ANNOTATION: ""}))
+    order = hostfile_order.decide(job, observed(None, hosts_on("b", "a")), (), cluster_domain="").order
+    assert order is not None and order.hosts == ["pi-worker-1", "pi-worker-0"]
