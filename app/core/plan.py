@@ -25,6 +25,7 @@ from app.core.notices import notices
 from app.core.observed import Observed, count_workers
 from app.core.policies import failure, finishing, gang_scheduling, launcher_creation, suspension, worker_pods
 from app.kube.gang import GangScheduler, topology_key
+from app.kube.names import podgroup_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -48,7 +49,8 @@ class Plan:
     workers: worker_pods.WorkerPods
     launcher_job: launcher_creation.LauncherJobDecision
     gang: gang_scheduling.Gang
-    # The stage conditions and the times; the notices (GangSchedulingUnavailable, the lint Warning).
+    # The stage conditions and the times; the notices (GangSchedulingUnavailable, GangScheduled, the lint
+    # Warning).
     stage: stage.Stage
     notices: tuple[ConditionIntent, ...]
 
@@ -103,8 +105,9 @@ def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
         cleaned=cleaned,
     )
     gang = gang_scheduling.with_topology(gang, inputs.gang, topology_key(job.metadata.annotations))
+    gang = gang_scheduling.with_wait(gang, current, ended=finished_before or finish.finishing)
     progress = stage.Progress(finished_before, paused, restarts, finish.ending, launcher_job, workers)
-    advice = notices(finished_before, gang, inputs.gang, inputs.warning)
+    advice = notices(finished_before, gang, inputs.gang, inputs.warning, podgroup_name(job.name))
     job_stage = stage.decide(job, progress, inputs.now)
     return Plan(
         finished_before, paused, restarts, finish, workers, launcher_decision, gang, job_stage, advice

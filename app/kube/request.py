@@ -62,6 +62,8 @@ class ObservedCondition(msgspec.Struct, frozen=True, gc=False):
 class PodCondition(msgspec.Struct, frozen=True, gc=False):
     type: str = ""
     status: str = ""
+    # PodScheduled False: Unschedulable (the scheduler tried) or SchedulingGated (it has not).
+    reason: str | None = None
 
 
 class Terminated(msgspec.Struct, frozen=True, gc=False):
@@ -165,19 +167,43 @@ class ObservedImmutable(msgspec.Struct, frozen=True, gc=False):
     spec: dict[str, Any] | None = None
 
 
+class PodGroupStatus(msgspec.Struct, frozen=True, gc=False):
+    """What a gang scheduler says of a PodGroup: Volcano's and scheduler-plugins' ``phase``, Volcano's and
+    the Workload API's ``conditions`` (``app.core.observed`` reads which says the gang waits)."""
+
+    phase: str | None = None
+    conditions: list[ObservedCondition] | None = None
+
+    def condition(self, kind: str) -> ObservedCondition | None:
+        return next((c for c in self.conditions or [] if c.type == kind), None)
+
+
+class ObservedPodGroup(msgspec.Struct, frozen=True, gc=False):
+    """Volcano's or scheduler-plugins' PodGroup: its name and its scheduler's status."""
+
+    metadata: Meta = Meta()
+    status: PodGroupStatus | None = None
+
+
+class ObservedWorkloadPodGroup(ObservedImmutable, frozen=True, gc=False):
+    """The Workload API's PodGroup: an immutable spec, and the scheduler's ``PodGroupScheduled``."""
+
+    status: PodGroupStatus | None = None
+
+
 class Children(msgspec.Struct, frozen=True, gc=False):
     pods: dict[str, ObservedPod] | None = msgspec.field(default=None, name="Pod.v1")
     launcher_jobs: dict[str, ObservedLauncherJob] | None = msgspec.field(default=None, name="Job.batch/v1")
     services: dict[str, ObservedObject] | None = msgspec.field(default=None, name="Service.v1")
     secrets: dict[str, ObservedSecret] | None = msgspec.field(default=None, name="Secret.v1")
     configmaps: dict[str, ObservedObject] | None = msgspec.field(default=None, name="ConfigMap.v1")
-    volcano_podgroups: dict[str, ObservedObject] | None = msgspec.field(
+    volcano_podgroups: dict[str, ObservedPodGroup] | None = msgspec.field(
         default=None, name=f"{gang.KIND}.{gang.VOLCANO_API_VERSION}"
     )
-    scheduler_plugins_podgroups: dict[str, ObservedObject] | None = msgspec.field(
+    scheduler_plugins_podgroups: dict[str, ObservedPodGroup] | None = msgspec.field(
         default=None, name=f"{gang.KIND}.{gang.SCHEDULER_PLUGINS_API_VERSION}"
     )
-    kubernetes_podgroups: dict[str, ObservedImmutable] | None = msgspec.field(
+    kubernetes_podgroups: dict[str, ObservedWorkloadPodGroup] | None = msgspec.field(
         default=None, name=f"{gang.KIND}.{gang.KUBERNETES_API_VERSION}"
     )
     workloads: dict[str, ObservedImmutable] | None = msgspec.field(
