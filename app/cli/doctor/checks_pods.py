@@ -5,6 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from app.api.defaults import gang_size
 from app.api.types import ReplicaType
 from app.cli.doctor.facts import Container, Facts, condition, pod_name, role
 from app.cli.doctor.problems import Problem, check, one_line
@@ -142,7 +143,7 @@ def _gang_minimum(spec: dict[str, Any]) -> tuple[Any, str]:
     " GangScheduled=False): checked before a Pod's own scheduling, which the held gang explains",
 )
 def podgroup_cannot_be_met(facts: Facts) -> Problem | None:
-    pods = facts.job.worker_replicas + 1 if facts.job is not None else len(facts.pods)
+    pods = gang_size(None, facts.job.worker_replicas) if facts.job is not None else len(facts.pods)
     for group in facts.snap.podgroups:
         kind = str(group.get("apiVersion", "PodGroup"))
         minimum, field = _gang_minimum(group.get("spec") or {})
