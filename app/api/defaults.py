@@ -95,6 +95,18 @@ class Job:
         return self.launcher_spec if kind is ReplicaType.LAUNCHER else self.worker_spec
 
 
+def gang_size(min_available: int | None, workers: int, *, launcher: bool = True) -> int:
+    """Upstream's ``calculateMinAvailable`` (the PodGroup's minMember): ``schedulingPolicy.minAvailable``,
+    else every Pod of the job, its workers and the launcher (``runLauncherAsWorker`` lists the launcher in
+    the hostfile but adds no Pod). Ours (upstream #608): without the launcher (``launcher`` False: a
+    ``WaitForWorkersReady`` launcher not created yet) the gang counts only the workers, never more. The
+    one rule for the builders, lint and the doctor; ``gang_size(None, workers)`` is the job's Pod count."""
+    pods = workers + 1 if launcher else workers
+    if min_available is None:
+        return pods
+    return min_available if launcher else min(min_available, pods)
+
+
 def with_defaults(job: MPIJob) -> Job:
     spec = job.spec
     return Job(

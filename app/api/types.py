@@ -61,6 +61,8 @@ class ConditionType(StrEnum):
     WARNING = "Warning"
     # Ours: gang scheduling is configured but the CompositeController does not declare its PodGroup child.
     GANG_SCHEDULING_UNAVAILABLE = "GangSchedulingUnavailable"
+    # Ours: False while the gang scheduler holds the job's gang (its PodGroup says why); gone once placed.
+    GANG_SCHEDULED = "GangScheduled"
 
 
 class FailureAction(StrEnum):

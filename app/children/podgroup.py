@@ -19,7 +19,7 @@ from dataclasses import dataclass, field
 from decimal import Decimal
 from typing import Any
 
-from app.api.defaults import Job, Replica
+from app.api.defaults import Job, Replica, gang_size
 from app.api.types import SchedulingPolicy
 from app.kube import names
 from app.kube.gang import KIND, GangScheduler
@@ -61,12 +61,11 @@ def gang_job(job: Job, launcher_pending: bool = False) -> GangJob:
 
 
 def min_member(job: GangJob) -> int:
-    """``schedulingPolicy.minAvailable``, else workers + 1; never a launcher that does not exist yet."""
+    """``schedulingPolicy.minAvailable``, else workers + 1; never a launcher that does not exist yet
+    (``defaults.gang_size``)."""
     workers = job.worker_spec.replicas if job.worker_spec is not None else 0
     explicit = job.policy.min_available if job.policy is not None else None
-    if job.launcher_pending:
-        return workers if explicit is None else min(explicit, workers)
-    return workers + 1 if explicit is None else explicit
+    return gang_size(explicit, workers, launcher=not job.launcher_pending)
 
 
 def priority_class_name(job: GangJob) -> str:

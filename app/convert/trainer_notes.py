@@ -6,7 +6,7 @@ user must know before the job runs on Trainer, not a list of everything that is 
 
 from __future__ import annotations
 
-from app.api.defaults import DEFAULT_SSH_AUTH_MOUNT_PATH, Job
+from app.api.defaults import DEFAULT_SSH_AUTH_MOUNT_PATH, Job, gang_size
 from app.api.types import CleanPodPolicy, LauncherCreationPolicy, ReplicaType, RestartPolicy
 from app.children import pods
 from app.children.podgroup import gang_job, priority_class_name
@@ -103,7 +103,7 @@ def _gang_notes(job: Job, gang: GangScheduler | None) -> list[str]:
             " to carry it as the runtime's podGroupPolicy"
         ]
     notes = []
-    pods_total = job.worker_replicas + 1
+    pods_total = gang_size(None, job.worker_replicas)
     if policy is not None and policy.min_available is not None and policy.min_available != pods_total:
         notes.append(
             f"{_RUN_POLICY}.schedulingPolicy.minAvailable {policy.min_available}: not carried: Trainer's"

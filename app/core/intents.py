@@ -44,7 +44,7 @@ class Write(StrEnum):
     # the condition is re-appended, keeping ``lastTransitionTime`` when only the reason changed.
     STAGE = "stage"
     # The message is what the user acts on: a new message replaces the old one, while the transition time
-    # stays that of the first (Invalid, the lint Warning, GangSchedulingUnavailable).
+    # stays that of the first (Invalid, the lint Warning, GangSchedulingUnavailable, GangScheduled).
     NOTICE = "notice"
     # Only when no condition of the type exists (upstream's synthetic Running of a job seen finished).
     IF_ABSENT = "if-absent"
@@ -75,4 +75,4 @@ ConditionIntent = SetCondition | RemoveCondition
 
 # Conditions that advise and never describe the job's stage. They come first, in this order, because
 # ``kubectl get mpijob`` shows the type of the *last* condition as STATE, which must stay the stage.
-NOTICES = (ConditionType.WARNING, ConditionType.GANG_SCHEDULING_UNAVAILABLE)
+NOTICES = (ConditionType.WARNING, ConditionType.GANG_SCHEDULING_UNAVAILABLE, ConditionType.GANG_SCHEDULED)

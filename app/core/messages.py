@@ -41,7 +41,7 @@ def failure_message(head: str, launcher: Exit | None, workers: list[Exit]) -> st
     container last failed."""
     if launcher is None and not workers:
         return truncate(head)
-    message = _clean(head).rstrip(" :.")  # upstream appends ": " and the Pod's message, often empty
+    message = one_line(head).rstrip(" :.")  # upstream appends ": " and the Pod's message, often empty
     if workers:
         named = ", ".join(_describe(exit) for exit in workers[:MAX_WORKERS_NAMED])
         more = len(workers) - MAX_WORKERS_NAMED
@@ -49,7 +49,7 @@ def failure_message(head: str, launcher: Exit | None, workers: list[Exit]) -> st
     if launcher is None:
         return truncate(message)
     message += f". Launcher {_describe(launcher)}"
-    last_words = _clean(launcher.message)
+    last_words = one_line(launcher.message)
     if not last_words:
         return truncate(message)
     prefix = message + ", last output: "
@@ -63,10 +63,10 @@ def failure_message(head: str, launcher: Exit | None, workers: list[Exit]) -> st
 
 def _describe(exit: Exit) -> str:
     """``pi-worker-1: container worker exited with code 137 (OOMKilled)``."""
-    reason = f" ({_clean(exit.reason)})" if exit.reason else ""
+    reason = f" ({one_line(exit.reason)})" if exit.reason else ""
     return f"{exit.pod}: container {exit.container} exited with code {exit.code}{reason}"
 
 
-def _clean(text: str) -> str:
+def one_line(text: str) -> str:
     """One line: line breaks become `` | ``, tabs spaces, other control characters go."""
     return _CONTROL.sub("", _LINE_BREAKS.sub(" | ", text.strip()).replace("\t", " "))

@@ -1,5 +1,6 @@
 """The advisory conditions: GangSchedulingUnavailable (its PodGroup child undeclared, or a topology key the
-backend cannot honour), then the lint Warning (``intents.NOTICES``).
+backend cannot honour), GangScheduled=False (the scheduler holds the gang), then the lint Warning
+(``intents.NOTICES``).
 
 They come first in the list and never describe the stage. Each is a notice (``Write.NOTICE``): a new
 message replaces the old one while the transition time stays; it is removed once its cause is gone.
@@ -9,6 +10,8 @@ from __future__ import annotations
 
 from app.api.types import ConditionType
 from app.core.intents import ConditionIntent, RemoveCondition, SetCondition, Write
+from app.core.messages import one_line, truncate
+from app.core.observed import GangWait
 from app.core.policies.gang_scheduling import Gang
 from app.core.reasons import REASON_LINT, REASON_PODGROUP_NOT_DECLARED, REASON_TOPOLOGY_REFUSED
 from app.kube.gang import KUBERNETES, GangScheduler
@@ -16,10 +19,11 @@ from app.kube.names import GANG_TOPOLOGY_ANNOTATION
 
 
 def notices(
-    finished_before: bool, gang: Gang, configured: GangScheduler | None, warning: str | None
+    finished_before: bool, gang: Gang, configured: GangScheduler | None, warning: str | None, group: str
 ) -> tuple[ConditionIntent, ...]:
-    """``gang``: what the gang policy decided (an undeclared PodGroup child, a refused topology key);
-    ``configured``: the setting's scheduler; ``warning``: the lint Warning's message."""
+    """``gang``: what the gang policy decided (an undeclared PodGroup child, a refused topology key, a gang
+    the scheduler holds); ``configured``: the setting's scheduler; ``warning``: the lint Warning's message;
+    ``group``: the PodGroup's name."""
     unavailable: SetCondition | None = None
     if gang.undeclared is not None:
         unavailable = _gang_unavailable(gang.undeclared)
@@ -29,6 +33,7 @@ def notices(
     if unavailable is not None:
         # A finished job gets no new notice (and loses an old one once the overlay is applied).
         notice = () if finished_before else (unavailable,)
+    notice = (*notice, _gang_waits(gang, group))
     if warning is None:
         return (*notice, RemoveCondition(ConditionType.WARNING))
     lint = SetCondition(ConditionType.WARNING, "True", REASON_LINT, warning, Write.NOTICE, "Warning")
@@ -56,3 +61,29 @@ def _topology_refused(key: str, configured: GangScheduler | None) -> SetConditio
     )
     kind = ConditionType.GANG_SCHEDULING_UNAVAILABLE
     return SetCondition(kind, "True", REASON_TOPOLOGY_REFUSED, message, Write.NOTICE, "Warning")
+
+
+def _gang_waits(gang: Gang, group: str) -> ConditionIntent:
+    """GangScheduled=False with the scheduler's reason and message while it holds the gang; not an Event:
+    the scheduler posts its own, and a gang waiting for another to finish is normal under contention."""
+    if gang.waiting is None or gang.scheduler is None:
+        return RemoveCondition(ConditionType.GANG_SCHEDULED)
+    waiting = gang.waiting
+    message = (
+        f"PodGroup {group} ({gang.scheduler.api_version}) {_says(waiting)}. No Pod of the gang starts until"
+        " all of them fit at once."
+    )
+    reason = one_line(waiting.reason)
+    return SetCondition(ConditionType.GANG_SCHEDULED, "False", reason, truncate(message), Write.NOTICE)
+
+
+def _says(waiting: GangWait) -> str:
+    said = one_line(waiting.message).rstrip(" .")
+    if waiting.unplaced:  # scheduler-plugins: no message, its phase and the Pods it could not place
+        workers = "worker" if waiting.unplaced == 1 else "workers"
+        return (
+            f"is {waiting.phase}: the scheduler could not place {waiting.unplaced} of the job's {workers}"
+            " (kubectl describe pod says why)"
+        )
+    where = f"is {waiting.phase}" if waiting.phase else "is not scheduled"
+    return f"{where}: {said}" if said else where

@@ -6,12 +6,13 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
+from typing import Any
 
 from app.core.reasons import POD_EVICTED, REASON_DEADLINE_EXCEEDED
-from app.kube import names
+from app.kube import gang, names
 from app.kube.gang import KUBERNETES_API_VERSION, SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION
 from app.kube.pod_phase import PodPhase
-from app.kube.request import ObservedLauncherJob, ObservedPod, ObservedSecret, SyncRequest
+from app.kube.request import ObservedLauncherJob, ObservedPod, ObservedSecret, PodGroupStatus, SyncRequest
 
 
 class LauncherJobOutcome(StrEnum):
@@ -90,6 +91,20 @@ class WorkerCounts:
     evicted: int = 0
 
 
+@dataclass(frozen=True, slots=True)
+class GangWait:
+    """The gang scheduler's word that the job's gang waits: it places none of the Pods until all fit."""
+
+    # The scheduler's reason: the Workload API's PodGroupScheduled reason, Volcano's Unschedulable
+    # condition's, or (scheduler-plugins, whose PodGroup has none) the Pods' PodScheduled reason.
+    reason: str
+    # The scheduler's message ('' for scheduler-plugins: its phase and ``unplaced`` say it instead).
+    message: str = ""
+    phase: str = ""
+    # scheduler-plugins: the workers whose PodScheduled is False with reason Unschedulable.
+    unplaced: int = 0
+
+
 @dataclass(frozen=True)
 class Observed:
     """What exists now. Workers are keyed by the index in their name (``<job>-worker-<i>``)."""
@@ -101,6 +116,8 @@ class Observed:
     launcher_pods: list[ObservedPod] | None = None
     # The apiVersions in which the job's PodGroup ``<job>`` exists.
     podgroups: frozenset[str] = frozenset()
+    # What each scheduler says of the job's PodGroup, by apiVersion (for those that have a status).
+    podgroup_statuses: Mapping[str, PodGroupStatus] = field(default_factory=dict)
     # The PodGroup apiVersions the CompositeController declares as children (Metacontroller manages them).
     podgroups_declared: frozenset[str] = frozenset()
     # PriorityClass values by name (customize hook, gang scheduling only): they rank a PodGroup's replicas.
@@ -114,6 +131,19 @@ class Observed:
     def launcher_job_state(self) -> LauncherJobState | None:
         """The launcher Job, summarised once (None when it does not exist)."""
         return summarise_launcher_job(self.launcher_job, self.launcher_pods)
+
+    def gang_wait(self, api_version: str) -> GangWait | None:
+        """Whether the scheduler of ``api_version`` holds the job's gang, by what its PodGroup says (and,
+        for scheduler-plugins, the workers): one reading for the hook and the doctor."""
+        status = self.podgroup_statuses.get(api_version)
+        if status is None:
+            return None
+        if api_version == KUBERNETES_API_VERSION:
+            return _workload_api_wait(status)
+        if api_version == VOLCANO_API_VERSION:
+            return _volcano_wait(status)
+        unplaced = sum(1 for pod in self.workers.values() if _unschedulable(pod))
+        return _coscheduler_wait(status, unplaced)
 
     def failed_worker_exits(self) -> list[Exit]:
         """How each failed worker's container ended, by index (for the Failed condition's message)."""
@@ -151,6 +181,7 @@ def classify(job_name: str, request: SyncRequest) -> Observed:
     launcher_job = find_launcher_job(job_name, request)
     secret_name = names.ssh_secret_name(job_name)
     secret = next((s for s in (children.secrets or {}).values() if s.metadata.name == secret_name), None)
+    statuses = _podgroups(job_name, request)
     prefix = names.worker_prefix(job_name)
     workers: dict[int, ObservedPod] = {}
     for pod in (children.pods or {}).values():
@@ -162,7 +193,8 @@ def classify(job_name: str, request: SyncRequest) -> Observed:
         workers=workers,
         secret=secret,
         launcher_pods=_launcher_pods(job_name, request) if request.controller.has_customize_hook else None,
-        podgroups=_podgroups(job_name, request),
+        podgroups=frozenset(statuses),
+        podgroup_statuses={v: status for v, status in statuses.items() if status is not None},
         podgroups_declared=request.controller.declared_podgroups,
         priorities=request.related.priority_values,
         node_labels={
@@ -178,17 +210,47 @@ def _stored_hostfile(job_name: str, request: SyncRequest) -> str | None:
     return None if stored is None else (stored.data or {}).get(names.HOSTFILE_KEY, "")
 
 
-def _podgroups(job_name: str, request: SyncRequest) -> frozenset[str]:
+def _podgroups(job_name: str, request: SyncRequest) -> dict[str, PodGroupStatus | None]:
+    """The apiVersions in which the job's PodGroup exists, with its status."""
     name = names.podgroup_name(job_name)
-    kinds = (
+    kinds: tuple[tuple[str, Mapping[str, Any] | None], ...] = (
         (VOLCANO_API_VERSION, request.children.volcano_podgroups),
         (SCHEDULER_PLUGINS_API_VERSION, request.children.scheduler_plugins_podgroups),
         (KUBERNETES_API_VERSION, request.children.kubernetes_podgroups),
     )
-    return frozenset(
-        api_version
-        for api_version, observed in kinds
-        if any(pg.metadata.name == name for pg in (observed or {}).values())
+    found: dict[str, PodGroupStatus | None] = {}
+    for api_version, observed in kinds:
+        group = next((pg for pg in (observed or {}).values() if pg.metadata.name == name), None)
+        if group is not None:
+            found[api_version] = group.status
+    return found
+
+
+def _workload_api_wait(status: PodGroupStatus) -> GangWait | None:
+    scheduled = status.condition(gang.WORKLOAD_SCHEDULED_CONDITION)
+    if scheduled is None or scheduled.status != "False":
+        return None
+    return GangWait(scheduled.reason or gang.POD_UNSCHEDULABLE, scheduled.message or "")
+
+
+def _volcano_wait(status: PodGroupStatus) -> GangWait | None:
+    held = status.condition(gang.VOLCANO_UNSCHEDULABLE_CONDITION)
+    if status.phase not in gang.VOLCANO_WAITING_PHASES or held is None or held.status != "True":
+        return None
+    return GangWait(held.reason or gang.POD_UNSCHEDULABLE, held.message or "", status.phase or "")
+
+
+def _coscheduler_wait(status: PodGroupStatus, unplaced: int) -> GangWait | None:
+    if status.phase not in gang.SCHEDULER_PLUGINS_WAITING_PHASES or not unplaced:
+        return None
+    return GangWait(gang.POD_UNSCHEDULABLE, "", status.phase or "", unplaced)
+
+
+def _unschedulable(pod: ObservedPod) -> bool:
+    conditions = (pod.status.conditions if pod.status else None) or []
+    return any(
+        c.type == "PodScheduled" and c.status == "False" and c.reason == gang.POD_UNSCHEDULABLE
+        for c in conditions
     )
 
 

@@ -34,6 +34,7 @@ from app.core.policies import (
     worker_pods,
 )
 from app.kube.gang import GangScheduler, topology_key
+from app.kube.names import podgroup_name
 
 
 @dataclass(frozen=True, slots=True)
@@ -62,7 +63,8 @@ class Plan:
     launcher_job: launcher_creation.LauncherJobDecision
     gang: gang_scheduling.Gang
     hostfile: hostfile_order.HostfileDecision
-    # The stage conditions and the times; the notices (GangSchedulingUnavailable, the lint Warning).
+    # The stage conditions and the times; the notices (GangSchedulingUnavailable, GangScheduled, the lint
+    # Warning).
     stage: stage.Stage
     notices: tuple[ConditionIntent, ...]
 
@@ -118,7 +120,8 @@ def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
         cleaned=finish.cleaning is not None,
     )
     gang = gang_scheduling.with_topology(gang, inputs.gang, topology_key(job.metadata.annotations))
+    gang = gang_scheduling.with_wait(gang, current, ended=finished_before or finish.finishing)
     progress = stage.Progress(finished_before, paused, restarts, finish.ending, launcher_job, workers)
-    advice = notices(finished_before, gang, inputs.gang, inputs.warning)
+    advice = notices(finished_before, gang, inputs.gang, inputs.warning, podgroup_name(job.name))
     staged = stage.decide(job, progress, inputs.now)
     return Plan(finished_before, paused, restarts, finish, workers, launcher, gang, ordering, staged, advice)

@@ -27,6 +27,22 @@ RESOURCE = "podgroups"
 WORKLOAD_KIND = "Workload"
 WORKLOAD_RESOURCE = "workloads"
 
+# What each scheduler writes on a PodGroup whose gang waits (``app.core.observed.GangWait`` reads it).
+# The Workload API: the condition PodGroupScheduled, False (reasons Unschedulable, SchedulerError) until the
+# whole gang is placed, then True for good.
+WORKLOAD_SCHEDULED_CONDITION = "PodGroupScheduled"
+# Volcano: the condition Unschedulable, True (reasons NotEnoughResources, NotEnoughTasks), while the group
+# is Pending or Inqueue; the condition may outlive the wait, the phase does not.
+VOLCANO_UNSCHEDULABLE_CONDITION = "Unschedulable"
+VOLCANO_WAITING_PHASES = frozenset({"Pending", "Inqueue"})
+# scheduler-plugins: a phase only, no condition or message: Pending (fewer Pods than minMember), Scheduling
+# (not minMember running yet); PreScheduling in releases before v0.26.7. Whether the coscheduler could not
+# place the Pods is said by their own PodScheduled condition.
+SCHEDULER_PLUGINS_WAITING_PHASES = frozenset({"Pending", "PreScheduling", "Scheduling"})
+# A Pod's PodScheduled=False reason when the scheduler tried and found no place (SchedulingGated: it has
+# not tried).
+POD_UNSCHEDULABLE = "Unschedulable"
+
 
 def child_resources(api_version: str) -> tuple[str, ...]:
     """The child resources (in ``api_version``) a gang overlay declares: the Workload API needs both."""

@@ -14,6 +14,7 @@ import msgspec
 
 from app.api.types import API_VERSION, KIND
 from app.kube import depth, gang
+from app.kube.controller import Controller
 
 
 class RequestError(ValueError):
@@ -62,6 +63,8 @@ class ObservedCondition(msgspec.Struct, frozen=True, gc=False):
 class PodCondition(msgspec.Struct, frozen=True, gc=False):
     type: str = ""
     status: str = ""
+    # PodScheduled False: Unschedulable (the scheduler tried) or SchedulingGated (it has not).
+    reason: str | None = None
 
 
 class Terminated(msgspec.Struct, frozen=True, gc=False):
@@ -176,19 +179,43 @@ class ObservedImmutable(msgspec.Struct, frozen=True, gc=False):
     spec: dict[str, Any] | None = None
 
 
+class PodGroupStatus(msgspec.Struct, frozen=True, gc=False):
+    """What a gang scheduler says of a PodGroup: Volcano's and scheduler-plugins' ``phase``, Volcano's and
+    the Workload API's ``conditions`` (``app.core.observed`` reads which says the gang waits)."""
+
+    phase: str | None = None
+    conditions: list[ObservedCondition] | None = None
+
+    def condition(self, kind: str) -> ObservedCondition | None:
+        return next((c for c in self.conditions or [] if c.type == kind), None)
+
+
+class ObservedPodGroup(msgspec.Struct, frozen=True, gc=False):
+    """Volcano's or scheduler-plugins' PodGroup: its name and its scheduler's status."""
+
+    metadata: Meta = Meta()
+    status: PodGroupStatus | None = None
+
+
+class ObservedWorkloadPodGroup(ObservedImmutable, frozen=True, gc=False):
+    """The Workload API's PodGroup: an immutable spec, and the scheduler's ``PodGroupScheduled``."""
+
+    status: PodGroupStatus | None = None
+
+
 class Children(msgspec.Struct, frozen=True, gc=False):
     pods: dict[str, ObservedPod] | None = msgspec.field(default=None, name="Pod.v1")
     launcher_jobs: dict[str, ObservedLauncherJob] | None = msgspec.field(default=None, name="Job.batch/v1")
     services: dict[str, ObservedObject] | None = msgspec.field(default=None, name="Service.v1")
     secrets: dict[str, ObservedSecret] | None = msgspec.field(default=None, name="Secret.v1")
     configmaps: dict[str, ObservedConfigMap] | None = msgspec.field(default=None, name="ConfigMap.v1")
-    volcano_podgroups: dict[str, ObservedObject] | None = msgspec.field(
+    volcano_podgroups: dict[str, ObservedPodGroup] | None = msgspec.field(
         default=None, name=f"{gang.KIND}.{gang.VOLCANO_API_VERSION}"
     )
-    scheduler_plugins_podgroups: dict[str, ObservedObject] | None = msgspec.field(
+    scheduler_plugins_podgroups: dict[str, ObservedPodGroup] | None = msgspec.field(
         default=None, name=f"{gang.KIND}.{gang.SCHEDULER_PLUGINS_API_VERSION}"
     )
-    kubernetes_podgroups: dict[str, ObservedImmutable] | None = msgspec.field(
+    kubernetes_podgroups: dict[str, ObservedWorkloadPodGroup] | None = msgspec.field(
         default=None, name=f"{gang.KIND}.{gang.KUBERNETES_API_VERSION}"
     )
     workloads: dict[str, ObservedImmutable] | None = msgspec.field(
@@ -220,47 +247,6 @@ class Related(msgspec.Struct, frozen=True, gc=False):
     def priority_values(self) -> dict[str, int]:
         """PriorityClass name -> value, for ranking replicas in a PodGroup's minResources."""
         return {pc.metadata.name: pc.value for pc in (self.priority_classes or {}).values()}
-
-
-class HookRef(msgspec.Struct, frozen=True, gc=False):
-    version: str | None = None
-
-
-class Hooks(msgspec.Struct, frozen=True, gc=False):
-    sync: HookRef | None = None
-    customize: HookRef | None = None
-
-
-class ChildResource(msgspec.Struct, frozen=True, gc=False):
-    apiVersion: str = ""
-    resource: str = ""
-
-
-class ControllerSpec(msgspec.Struct, frozen=True, gc=False):
-    childResources: list[ChildResource] | None = None
-    hooks: Hooks | None = None
-
-
-class Controller(msgspec.Struct, frozen=True, gc=False):
-    spec: ControllerSpec | None = None
-
-    def declares_child(self, api_version: str, resource: str) -> bool:
-        """Metacontroller manages this child kind; an undeclared kind must never be emitted."""
-        children = (self.spec.childResources if self.spec else None) or []
-        return any(c.apiVersion == api_version and c.resource == resource for c in children)
-
-    @property
-    def has_customize_hook(self) -> bool:
-        return bool(self.spec and self.spec.hooks and self.spec.hooks.customize)
-
-    @property
-    def declared_podgroups(self) -> frozenset[str]:
-        """The PodGroup apiVersions Metacontroller manages as children (a gang overlay is applied): with the
-        Workload API, only when the Workload is declared too."""
-        versions = gang.PODGROUP_API_VERSIONS
-        return frozenset(
-            v for v in versions if all(self.declares_child(v, r) for r in gang.child_resources(v))
-        )
 
 
 class ParentHead(msgspec.Struct, frozen=True, gc=False):

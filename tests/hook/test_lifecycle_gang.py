@@ -475,3 +475,33 @@ def test_workload_api_in_place_would_be_refused_for_ever() -> None:
     mc.edit_spec("runPolicy.schedulingPolicy", {"minAvailable": 2})
     with pytest.raises(ContractViolation, match="spec is immutable"):
         mc.sync()
+
+
+def scheduler_says(mc: FakeMetacontroller, status: str, reason: str, message: str = "") -> None:
+    """kube-scheduler writes the PodGroup's PodGroupScheduled condition (its status subresource)."""
+    group = mc.get("PodGroup", "pi")
+    assert group is not None
+    condition = {"type": "PodGroupScheduled", "status": status, "reason": reason, "message": message}
+    group["status"] = {"conditions": [{**condition, "lastTransitionTime": "2026-05-04T09:00:05Z"}]}
+    mc._bump(group)
+
+
+def test_workload_api_a_held_gang_says_why_until_it_is_placed(update_golden: bool) -> None:
+    """The scheduler cannot place the gang: the job says so (GangScheduled=False, its reason and message)
+    first, STATE still Created, one status write and then none; once placed the condition goes."""
+    mc = workload_fake("held", update_golden)
+    mc.apply_mpijob(job())
+    steady(mc)
+    mc.advance(5)
+    scheduler_says(mc, "False", "Unschedulable", "pod group is unschedulable")
+    assert mc.sync() == Writes(status=1)
+    assert_conditions(mc, {"GangScheduled": ("False", "Unschedulable"), "Created": ("True", "MPIJobCreated")})
+    assert "pod group is unschedulable" in mc.status["conditions"][0]["message"]
+    steady(mc)
+
+    mc.advance(10)
+    scheduler_says(mc, "True", "Scheduled")
+    assert mc.sync() == Writes(status=1)
+    assert_conditions(mc, {"Created": ("True", "MPIJobCreated")})
+    steady(mc)
+    run_workers_and_launcher(mc)

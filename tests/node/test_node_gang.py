@@ -181,11 +181,19 @@ def test_a_gang_job_too_big_for_the_node_binds_no_pod_and_says_why(
     assert {p["spec"].get("schedulingGroup", {}).get("podGroupName") for p in pods} == {"big"}
     reasons = gang.unscheduled_reasons(pods)
     assert reasons and all(r.startswith("Unschedulable") for r in reasons), reasons
+    # The MPIJob says why, with the scheduler's reason, while none of its Pods is bound: the hook read the
+    # PodGroup's verdict in the sync it caused (long before the hold ended; the wait is only a margin).
+    held = wait_for(lambda: _gang_scheduled(kube, ns, "big"), 10, "the MPIJob's GangScheduled=False")
+    assert watch.sample()["big"] == 0, watch.samples
+    assert (held["status"], held["reason"]) == ("False", verdict.get("reason")), held
+    assert held["message"].startswith("PodGroup big (scheduling.k8s.io/v1alpha2) is not scheduled: "), held
+    assert str(verdict.get("message", "")).rstrip(" .") in held["message"], (held, verdict)
     conditions = jobs.conditions(jobs.get(kube, ns, "big"))
     assert "Running" not in conditions or conditions["Running"]["status"] == "False", conditions
-    # The doctor names the Pods' "Insufficient cpu" (checked first) or the PodGroup's verdict: both are true.
+    assert list(conditions)[-1] == "Created", conditions  # STATE stays the job's
+    # The doctor names the held gang before the Pods' own "Insufficient cpu" (true of each, caused by it).
     said = doctor.doctor(kube.kubeconfig, ns, "big", "-o", "json")
-    assert said.code == 1 and said.check in ("unschedulable", "podgroup-cannot-be-met"), said
+    assert said.code == 1 and said.check == "podgroup-cannot-be-met", said
     record_property(
         "e2e_summary",
         f"gang: 3 Pods of {free // 2}m on {free}m free, {watch.most('big')} of 3 bound over "
@@ -193,6 +201,12 @@ def test_a_gang_job_too_big_for_the_node_binds_no_pod_and_says_why(
         + ", ".join(f"{t}={c['status']} {c.get('reason')}" for t, c in conditions.items())
         + f"; mpijob doctor: {said.json['problem']['summary']}",
     )
+
+
+def _gang_scheduled(kube: Kube, ns: str, name: str) -> dict[str, Any] | None:
+    """The MPIJob's GangScheduled=False condition, or None."""
+    held = jobs.conditions(jobs.get(kube, ns, name)).get("GangScheduled")
+    return held if held is not None and held.get("status") == "False" else None
 
 
 def test_two_gang_jobs_that_fit_only_one_at_a_time_run_one_after_the_other(

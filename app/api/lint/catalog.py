@@ -41,6 +41,7 @@ class Rule(StrEnum):
     SSH_PATH_FOR_ROOT = "ssh-path-for-root"
     FAILURE_POLICY_UNSEEN = "failure-policy-unseen"
     FAILURE_RULE_UNREACHABLE = "failure-rule-unreachable"
+    MIN_AVAILABLE_ABOVE_PODS = "min-available-above-pods"
 
 
 RULES: dict[str, str] = {
@@ -79,6 +80,9 @@ RULES: dict[str, str] = {
     ),
     Rule.FAILURE_RULE_UNREACHABLE: (
         "a failure policy rule after one that already matches every failure it could"
+    ),
+    Rule.MIN_AVAILABLE_ABOVE_PODS: (
+        "schedulingPolicy.minAvailable above the job's Pods (workers + launcher): the gang never starts"
     ),
 }
 

@@ -50,7 +50,16 @@ _FIXES = {
 }
 
 
+# Validation's one check of the topology annotation (``validation._validate_annotations``), with its fix.
+_TOPOLOGY = f"metadata.annotations[{child_names.GANG_TOPOLOGY_ANNOTATION}]"
+_TOPOLOGY_FIX = (
+    "name the node label the gang's nodes share (e.g. topology.kubernetes.io/zone), or remove the annotation"
+)
+
+
 def _fix(path: str) -> str:
+    if path == _TOPOLOGY:
+        return _TOPOLOGY_FIX
     last = path.rsplit(".", 1)[-1].split("[", 1)[0]
     return _FIXES.get(last, "correct the field as the message says")
 

@@ -13,6 +13,7 @@ from app.api.lint import (
     command_rules,
     crd_rules,
     failure_rules,
+    gang_rules,
     gpu_rules,
     metadata_rules,
     reading,
@@ -107,4 +108,5 @@ _CHECKS: tuple[Callable[[Job], Iterator[Finding]], ...] = (
     ssh_rules.ssh_path_for_root,
     failure_rules.failure_policy_unseen,
     failure_rules.failure_rule_unreachable,
+    gang_rules.min_available_above_pods,
 )

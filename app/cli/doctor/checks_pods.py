@@ -5,10 +5,14 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from app.api.defaults import gang_size
 from app.api.types import ReplicaType
 from app.cli.doctor.facts import Container, Facts, condition, pod_name, role
 from app.cli.doctor.problems import Problem, check, one_line
+from app.core.observed import GangWait
 from app.core.policies import failure as failures
+from app.kube.gang import POD_UNSCHEDULABLE, topology_key
+from app.kube.names import GANG_TOPOLOGY_ANNOTATION
 from app.kube.pod_phase import PodPhase
 from app.kube.request import ObservedPod
 
@@ -124,10 +128,6 @@ def _requested(pod: dict[str, Any], resource: str) -> str:
     return " + ".join(amounts) or "?"
 
 
-# Volcano and the coscheduler: Unschedulable=True; the Workload API: PodGroupScheduled=False, same reason.
-_UNSCHEDULABLE = {("Unschedulable", "True"), ("PodGroupScheduled", "False")}
-
-
 def _gang_minimum(spec: dict[str, Any]) -> tuple[Any, str]:
     """A PodGroup's gang size and its field: ``minMember``, or the Workload API's ``minCount``."""
     if "minMember" in spec:
@@ -139,12 +139,13 @@ def _gang_minimum(spec: dict[str, Any]) -> tuple[Any, str]:
 
 @check(
     "podgroup-cannot-be-met",
-    "the job's PodGroup asks for more Pods than the job has, or its scheduler says it cannot place the gang",
+    "the job's PodGroup asks for more Pods than the job has, or its scheduler holds the gang (condition"
+    " GangScheduled=False): checked before a Pod's own scheduling, which the held gang explains",
 )
 def podgroup_cannot_be_met(facts: Facts) -> Problem | None:
-    pods = facts.job.worker_replicas + 1 if facts.job is not None else len(facts.pods)
+    pods = gang_size(None, facts.job.worker_replicas) if facts.job is not None else len(facts.pods)
     for group in facts.snap.podgroups:
-        kind = group.get("apiVersion", "PodGroup")
+        kind = str(group.get("apiVersion", "PodGroup"))
         minimum, field = _gang_minimum(group.get("spec") or {})
         if isinstance(minimum, int) and minimum > pods:
             return Problem(
@@ -154,25 +155,57 @@ def podgroup_cannot_be_met(facts: Facts) -> Problem | None:
                 (f"PodGroup {facts.name}: spec.{field} {minimum}; the job: {pods} Pods (launcher, workers)",),
                 "lower spec.runPolicy.schedulingPolicy.minAvailable to at most the job's Pods, or unset it",
             )
-        stuck = [
-            c
-            for c in (group.get("status") or {}).get("conditions") or []
-            if (c.get("type"), c.get("status")) in _UNSCHEDULABLE
-            and c.get("reason", "Unschedulable") == "Unschedulable"
-        ]
-        if stuck:
-            message = one_line(stuck[-1].get("message"))
-            return Problem(
-                "podgroup-cannot-be-met",
-                f"the scheduler cannot place the gang of PodGroup {facts.name}: {one_line(message, 160)}",
-                (
-                    f"PodGroup {facts.name} ({kind}): Unschedulable: {message}",
-                    *_last_warning(facts, facts.name),
-                ),
-                "the gang starts only when all minMember Pods fit at once: lower the requests or the workers,"
-                " or free capacity (kubectl describe podgroup)",
-            )
+        waiting = facts.observed.gang_wait(kind)  # the hook's own reading (GangScheduled=False)
+        if waiting is not None:
+            return _gang_held(facts, kind, waiting, minimum if isinstance(minimum, int) else None)
     return None
+
+
+def _gang_held(facts: Facts, kind: str, waiting: GangWait, minimum: int | None) -> Problem:
+    said = waiting.message or (
+        f"phase {waiting.phase}, {waiting.unplaced} worker(s) not placed" if waiting.unplaced else ""
+    )
+    phase = f"phase {waiting.phase}, " if waiting.phase and waiting.message else ""
+    unplaced = next((p for p in _by_name(facts) if _refused(p)), None)
+    evidence = [f"PodGroup {facts.name} ({kind}): {phase}{waiting.reason}: {one_line(said)}"]
+    if unplaced is not None:
+        scheduled = condition(unplaced, "PodScheduled") or {}
+        evidence.append(
+            f"Pod {pod_name(unplaced)}: PodScheduled=False ({scheduled.get('reason')}):"
+            f" {one_line(scheduled.get('message'))}"
+        )
+    return Problem(
+        "podgroup-cannot-be-met",
+        f"the scheduler holds the gang of PodGroup {facts.name} ({waiting.reason}): {one_line(said, 160)}",
+        (*evidence, *_last_warning(facts, facts.name)),
+        _gang_fix(facts, waiting, minimum),
+    )
+
+
+def _refused(pod: dict[str, Any]) -> bool:
+    scheduled = condition(pod, "PodScheduled") or {}
+    return scheduled.get("status") == "False" and scheduled.get("reason") == POD_UNSCHEDULABLE
+
+
+def _gang_fix(facts: Facts, waiting: GangWait, minimum: int | None) -> str:
+    """Where the gang's Pods cannot all fit at once: one topology domain too small, or the cluster."""
+    metadata = facts.raw.get("metadata") or {}
+    key = topology_key(metadata.get("annotations") or {})
+    if key and _NO_PLACEMENT in waiting.message.lower():
+        return (
+            f"no one value of the node label {key} (the annotation {GANG_TOPOLOGY_ANNOTATION}) has room for"
+            f" the whole gang: check that the nodes carry it (kubectl get nodes -L {key}) and that one"
+            " domain has the capacity, or fix or remove the annotation"
+        )
+    gang = f"all {minimum} Pods" if minimum is not None else "all its Pods"
+    return (
+        f"the gang starts only when {gang} fit at once: free capacity (or wait for the jobs that hold it),"
+        " lower the Pods' requests or the workers, or lower spec.runPolicy.schedulingPolicy.minAvailable"
+    )
+
+
+# The Workload API's message when a topology constraint leaves no domain for the whole gang.
+_NO_PLACEMENT = "no feasible placement"
 
 
 @check(

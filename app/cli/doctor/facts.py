@@ -22,14 +22,19 @@ from app.cli.doctor.snapshot import Snapshot
 from app.core.observed import Observed, classify, newest_failed_pod
 from app.core.policies import failure as failures
 from app.kube import names
+from app.kube.controller import Controller, ControllerSpec, HookRef, Hooks
+from app.kube.gang import (
+    KUBERNETES_API_VERSION,
+    PODGROUP_API_VERSIONS,
+    SCHEDULER_PLUGINS_API_VERSION,
+    VOLCANO_API_VERSION,
+)
 from app.kube.request import (
     Children,
-    Controller,
-    ControllerSpec,
-    HookRef,
-    Hooks,
     ObservedLauncherJob,
     ObservedPod,
+    ObservedPodGroup,
+    ObservedWorkloadPodGroup,
     Related,
     SyncRequest,
 )
@@ -144,17 +149,24 @@ class Facts:
 
     @cached_property
     def observed(self) -> Observed:
-        """The hook's own classification of these children (the customize hook's launcher Pods included)."""
+        """The hook's own classification of these children (the customize hook's launcher Pods included, and
+        what each PodGroup's scheduler says: ``Observed.gang_wait``)."""
 
         def keyed(objs: list[dict[str, Any]], kind: type[Any]) -> dict[str, Any]:
             return {o["metadata"]["name"]: msgspec.json.decode(orjson.dumps(o), type=kind) for o in objs}
 
         launcher = [self.snap.launcher] if self.snap.launcher else []
+        podgroups = self.snap.podgroups
+        groups = {v: [g for g in podgroups if g.get("apiVersion") == v] for v in PODGROUP_API_VERSIONS}
         request = SyncRequest(
             parent=msgspec.Raw(b"{}"),
             controller=_CUSTOMIZED,
             children=Children(
-                pods=keyed(self.snap.pods, ObservedPod), launcher_jobs=keyed(launcher, ObservedLauncherJob)
+                pods=keyed(self.snap.pods, ObservedPod),
+                launcher_jobs=keyed(launcher, ObservedLauncherJob),
+                volcano_podgroups=keyed(groups[VOLCANO_API_VERSION], ObservedPodGroup),
+                scheduler_plugins_podgroups=keyed(groups[SCHEDULER_PLUGINS_API_VERSION], ObservedPodGroup),
+                kubernetes_podgroups=keyed(groups[KUBERNETES_API_VERSION], ObservedWorkloadPodGroup),
             ),
             related=Related(pods=keyed(self.snap.pods, ObservedPod)),
         )

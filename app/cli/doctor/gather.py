@@ -20,7 +20,7 @@ from app.kube import names
 from app.kube.gang import PODGROUP_API_VERSIONS
 from app.kube.gang import RESOURCE as PODGROUPS
 from app.kube.pod_phase import PodPhase
-from app.kube.request import ObservedLauncherJob, ObservedPod
+from app.kube.request import ObservedLauncherJob, ObservedPod, ObservedPodGroup
 
 LOG_LINES = 40
 # How a Pod names its PodGroup: Volcano's annotation, scheduler-plugins' label.
@@ -78,7 +78,7 @@ def _object(
     reader: Reader,
     read: Read,
     shape: object,
-    decoded_as: type[ObservedLauncherJob] | None = None,
+    decoded_as: type[ObservedLauncherJob | ObservedPodGroup] | None = None,
     *,
     metadata_only: bool = False,
 ) -> dict[str, Any] | None:
@@ -139,7 +139,8 @@ def _podgroups(reader: Reader, namespace: str, name: str, pods: list[dict[str, A
         group = api_version.split("/")[0]
         path = f"/apis/{api_version}/namespaces/{namespace}/{PODGROUPS}/{names.podgroup_name(name)}"
         try:
-            podgroup = _object(reader, Read("get", f"{PODGROUPS}.{group}", namespace, path), shapes.OBJECT)
+            read = Read("get", f"{PODGROUPS}.{group}", namespace, path)
+            podgroup = _object(reader, read, shapes.OBJECT, ObservedPodGroup)
         except CannotRead as err:
             if not err.permission or _uses_a_podgroup(pods):
                 raise

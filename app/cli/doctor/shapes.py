@@ -4,8 +4,8 @@ the field (``pods[3].status.conditions[0].type is not a string``), never an erro
 
 A shape lists only the fields something reads; anything else may be anything. A field that is absent or
 ``null`` is fine unless ``Required`` (the checks read ``x.get(k) or {}``); a list's items are required.
-Pods and the launcher Job are also decoded as the hook decodes them (``app.kube.request``), which is how
-the doctor classifies them.
+Pods, the launcher Job and PodGroups are also decoded as the hook decodes them (``app.kube.request``),
+which is how the doctor classifies them.
 """
 
 from __future__ import annotations
@@ -16,7 +16,7 @@ import msgspec
 import orjson
 
 from app.cluster.untrusted import Hostile
-from app.kube.request import ObservedLauncherJob, ObservedPod
+from app.kube.request import ObservedLauncherJob, ObservedPod, ObservedPodGroup
 
 
 class Required:
@@ -122,7 +122,9 @@ def _join(path: str, key: str) -> str:
     return f"{path}.{key}" if path else key
 
 
-def as_the_hook_reads(obj: dict[str, Any], kind: type[ObservedPod | ObservedLauncherJob], where: str) -> None:
+def as_the_hook_reads(
+    obj: dict[str, Any], kind: type[ObservedPod | ObservedLauncherJob | ObservedPodGroup], where: str
+) -> None:
     """``Hostile`` if the hook's own decoder (``app.kube.request``) would refuse ``obj``."""
     try:
         msgspec.json.decode(orjson.dumps(obj), type=kind)
@@ -140,3 +142,5 @@ def snapshot(data: Any, where: str) -> None:
         as_the_hook_reads(pod, ObservedPod, f"{where}: pods[{index}]")
     if data.get("launcher") is not None:
         as_the_hook_reads(data["launcher"], ObservedLauncherJob, f"{where}: launcher")
+    for index, group in enumerate(data.get("podgroups") or []):
+        as_the_hook_reads(group, ObservedPodGroup, f"{where}: podgroups[{index}]")

@@ -10,14 +10,16 @@ dropped while suspended; once the launcher is done upstream neither creates nor 
 job keeps the one it has unless cleanPodPolicy cleans up. The Workload API's Workload follows its PodGroup.
 
 Ours: a topology key (the MPIJob's annotation) only the Workload API can honour; under any other setting
-it is refused with a notice (GangSchedulingUnavailable), never silently dropped.
+it is refused with a notice (GangSchedulingUnavailable), never silently dropped. And while the scheduler
+holds the gang (its PodGroup says so: ``Observed.gang_wait``), the job says why (GangScheduled=False),
+until the gang is placed or the job ends.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
-from app.core.observed import Observed
+from app.core.observed import GangWait, Observed
 from app.kube.gang import GangScheduler
 
 
@@ -31,6 +33,8 @@ class Gang:
     undeclared: GangScheduler | None = None
     # The job's topology key, which the configured backend (or none) cannot honour.
     refused_topology: str = ""
+    # The scheduler holds the gang: none of its Pods is placed until all fit.
+    waiting: GangWait | None = None
 
 
 def decide(
@@ -62,3 +66,12 @@ def with_topology(gang: Gang, configured: GangScheduler | None, topology: str) -
     if topology and (configured is None or not configured.kubernetes):
         return replace(gang, refused_topology=topology)
     return gang
+
+
+def with_wait(gang: Gang, observed: Observed, *, ended: bool) -> Gang:
+    """``gang`` and whether its scheduler holds it, while the response keeps the PodGroup and the job has
+    not ended (``ended``: finished before or in this sync)."""
+    if gang.scheduler is None or not gang.podgroup or ended:
+        return gang
+    waiting = observed.gang_wait(gang.scheduler.api_version)
+    return replace(gang, waiting=waiting) if waiting is not None else gang

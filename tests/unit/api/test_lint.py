@@ -178,6 +178,11 @@ CASES: dict[str, tuple[Callable[[], Job], Callable[[], Job]]] = {
             )
         ),
     ),
+    # pi(): a launcher and 2 workers, 3 Pods.
+    Rule.MIN_AVAILABLE_ABOVE_PODS: (
+        edit(("spec.runPolicy.schedulingPolicy", {"minAvailable": 4})),
+        edit(("spec.runPolicy.schedulingPolicy", {"minAvailable": 3})),
+    ),
 }
 
 

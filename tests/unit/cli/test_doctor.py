@@ -98,7 +98,10 @@ WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
 
 
 def _podgroup(snap: Snapshot, **fields: Any) -> None:
-    snap.podgroups.append({"apiVersion": "scheduling.volcano.sh/v1beta1", "kind": "PodGroup", **fields})
+    """The job's PodGroup (Volcano's unless ``apiVersion`` says otherwise), named like the job."""
+    volcano = "scheduling.volcano.sh/v1beta1"
+    group = {"apiVersion": volcano, "kind": "PodGroup", "metadata": {"name": snap.name}}
+    snap.podgroups.append({**group, **fields})
 
 
 def _waiting(snap: Snapshot, reason: str) -> None:
@@ -168,9 +171,10 @@ EDITS: dict[str, tuple[str | None, Callable[[Snapshot], None]]] = {
             s,
             spec={"minMember": 3},
             status={
+                "phase": "Pending",
                 "conditions": [
                     {"type": "Unschedulable", "status": "True", "message": "3/3 tasks in gang unschedulable"}
-                ]
+                ],
             },
         ),
     ),

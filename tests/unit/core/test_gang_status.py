@@ -134,3 +134,91 @@ def test_a_frozen_job_keeps_its_workload_api_children_with_their_spec() -> None:
     by_kind = {(c["kind"], c["apiVersion"]): c for c in children}
     for built in (c for c in first if c["apiVersion"] == "scheduling.k8s.io/v1alpha2"):
         assert by_kind[(built["kind"], built["apiVersion"])]["spec"] == built["spec"]
+
+
+# --- GangScheduled: the scheduler holds the gang ---------------------------------------------------------
+
+KUBERNETES = Settings(gang_scheduling="kubernetes")
+HELD_MESSAGE = "pod group is unschedulable"
+
+
+def _scheduled(status: str, reason: str, message: str = "") -> dict[str, Any]:
+    condition = {"type": "PodGroupScheduled", "status": status, "reason": reason, "message": message}
+    return {"conditions": [{**condition, "lastTransitionTime": "2026-05-04T09:00:03Z"}]}
+
+
+def _next_sync(
+    job: dict[str, Any], first: dict[str, Any], group_status: dict[str, Any] | None
+) -> dict[str, Any]:
+    """The sync after ``first``: its children exist (the PodGroup with ``group_status``), its status is
+    stored."""
+    children = [observe(c) for c in first["children"]]
+    for child in children:
+        if child["kind"] == "PodGroup" and group_status is not None:
+            child["status"] = group_status
+    parent = {**job, "status": first["status"]}
+    return run(sync_request(parent, children, podgroup="kubernetes"), KUBERNETES)
+
+
+def _first() -> tuple[dict[str, Any], dict[str, Any]]:
+    job = mpijob().build()
+    return job, run(sync_request(job, podgroup="kubernetes"), KUBERNETES)
+
+
+def test_a_held_gang_is_said_first_with_the_schedulers_reason_and_the_state_stays() -> None:
+    job, first = _first()
+    held = _next_sync(job, first, _scheduled("False", "Unschedulable", HELD_MESSAGE))
+    gang, created = held["status"]["conditions"]
+    assert (gang["type"], gang["status"], gang["reason"], created["type"]) == (
+        "GangScheduled",
+        "False",
+        "Unschedulable",
+        "Created",
+    )
+    assert gang["message"] == (
+        "PodGroup pi (scheduling.k8s.io/v1alpha2) is not scheduled: pod group is unschedulable. No Pod of"
+        " the gang starts until all of them fit at once."
+    )
+
+
+def test_a_held_gang_changes_nothing_while_nothing_changes_and_goes_once_placed() -> None:
+    job, first = _first()
+    held = _next_sync(job, first, _scheduled("False", "Unschedulable", HELD_MESSAGE))
+    again = _next_sync(job, held, _scheduled("False", "Unschedulable", HELD_MESSAGE))
+    assert again["status"] == held["status"]  # byte for byte: no status write, no flapping
+    placed = _next_sync(job, again, _scheduled("True", "Scheduled"))
+    assert types(placed) == ["Created"]
+
+
+def test_a_new_scheduler_message_replaces_the_old_and_keeps_the_transition_time() -> None:
+    job, first = _first()
+    held = _next_sync(job, first, _scheduled("False", "Unschedulable", HELD_MESSAGE))
+    parent = mpijob().build()
+    later = _next_sync(parent, held, _scheduled("False", "Unschedulable", "no feasible placements found"))
+    before, after = held["status"]["conditions"][0], later["status"]["conditions"][0]
+    assert "no feasible placements found" in after["message"]
+    assert after["lastTransitionTime"] == before["lastTransitionTime"]
+
+
+def test_a_long_scheduler_message_is_bounded_to_one_line() -> None:
+    job, first = _first()
+    held = _next_sync(job, first, _scheduled("False", "Unschedulable", "no node\nfits " + "x" * 5000))
+    message = held["status"]["conditions"][0]["message"]
+    assert len(message.encode()) <= 1024 and message.endswith("...") and "\n" not in message
+    assert "no node | fits x" in message
+
+
+def test_a_finished_job_no_longer_says_its_gang_waits() -> None:
+    job, first = _first()
+    held = _next_sync(job, first, _scheduled("False", "Unschedulable", HELD_MESSAGE))
+    status = {**held["status"], "conditions": [*held["status"]["conditions"], SUCCEEDED]}
+    status["completionTime"] = "2026-05-04T09:00:20Z"
+    done = _next_sync(job, {**held, "status": status}, _scheduled("False", "Unschedulable", HELD_MESSAGE))
+    assert types(done) == ["Created", "Succeeded"]
+
+
+def test_a_lint_warning_still_goes_first() -> None:
+    job = mpijob().set("spec.mpiReplicaSpecs.Worker.slotsPerWorker", 2).build()  # lint: slots misplaced
+    first = run(sync_request(job, podgroup="kubernetes"), KUBERNETES)
+    held = _next_sync(job, first, _scheduled("False", "Unschedulable", HELD_MESSAGE))
+    assert types(held) == ["Warning", "GangScheduled", "Created"]

@@ -48,7 +48,7 @@ def place_warning(
     stored: JobStatus, message: str | None, now: datetime
 ) -> tuple[list[WireCondition], tuple[Event, ...]]:
     """The stored conditions after the lint Warning's intent, as a sync writes them."""
-    return write_conditions(stored, notices(False, Gang(), None, message), now)
+    return write_conditions(stored, notices(False, Gang(), None, message, "pi"), now)
 
 
 def stored_warning(message: str) -> dict[str, str]:

@@ -7,15 +7,17 @@ from __future__ import annotations
 import msgspec
 import pytest
 
+from app.core.observed import GangWait
 from app.core.policies import gang_scheduling
 from app.core.policies.gang_scheduling import Gang
+from app.kube.controller import Controller
 from app.kube.gang import (
     KUBERNETES_API_VERSION,
     SCHEDULER_PLUGINS_API_VERSION,
     VOLCANO_API_VERSION,
     GangScheduler,
 )
-from app.kube.request import Controller
+from app.kube.request import PodGroupStatus
 from tests.support.observed import observed
 
 VOLCANO = GangScheduler("volcano")
@@ -160,3 +162,48 @@ def test_a_topology_key_only_the_workload_api_honours(scheduler: GangScheduler |
     assert decided.refused_topology == ("topology.kubernetes.io/zone" if refused else "")
     assert (decided.scheduler, decided.podgroup) == (without.scheduler, without.podgroup)
     assert gang_scheduling.with_topology(without, scheduler, "") == without
+
+
+HELD = {
+    KUBERNETES_API_VERSION: msgspec.convert(
+        {"conditions": [{"type": "PodGroupScheduled", "status": "False", "reason": "Unschedulable"}]},
+        PodGroupStatus,
+    )
+}
+WAIT = GangWait("Unschedulable")
+
+# id: (scheduler, finished before, suspended, launcher done, ended, PodGroup statuses, want)
+WAIT_CASES: dict[
+    str, tuple[GangScheduler, bool, bool, bool, bool, dict[str, PodGroupStatus], GangWait | None]
+] = {
+    "held while the job runs: said": (KUBERNETES, False, False, False, False, HELD, WAIT),
+    "placed: nothing to say": (KUBERNETES, False, False, False, False, {}, None),
+    "the job ends in this sync: no longer said": (KUBERNETES, False, False, False, True, HELD, None),
+    "finished before (the PodGroup kept): not said": (KUBERNETES, True, False, False, True, HELD, None),
+    "suspended (the PodGroup dropped): not said": (KUBERNETES, False, True, False, False, HELD, None),
+    "another backend's PodGroup: not this gang": (VOLCANO, False, False, False, False, HELD, None),
+}
+
+
+@pytest.mark.parametrize(
+    ("scheduler", "finished", "suspended", "done", "ended", "statuses", "want"),
+    WAIT_CASES.values(),
+    ids=WAIT_CASES.keys(),
+)
+def test_whether_the_job_says_its_gang_waits(
+    scheduler: GangScheduler,
+    finished: bool,
+    suspended: bool,
+    done: bool,
+    ended: bool,
+    statuses: dict[str, PodGroupStatus],
+    want: GangWait | None,
+) -> None:
+    """Said while the response keeps the PodGroup and the job has not ended; the rest of the gang's decision
+    stays as it was."""
+    seen = observed(podgroups=BOTH_DECLARED, podgroups_declared=BOTH_DECLARED, podgroup_statuses=statuses)
+    flags = {"finished_before": finished, "suspended": suspended, "launcher_done": done, "cleaned": False}
+    without = gang_scheduling.decide(scheduler, seen, **flags)
+    decided = gang_scheduling.with_wait(without, seen, ended=ended)
+    assert decided.waiting == want
+    assert (decided.scheduler, decided.podgroup) == (without.scheduler, without.podgroup)
