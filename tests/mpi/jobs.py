@@ -50,9 +50,10 @@ class Outcome:
 def job_for(
     build: Build, hello_dir: Path, *, workers: int = 2, slots: int = 1, **options: Any
 ) -> dict[str, Any]:
-    """An MPIJob whose launcher runs discover_hosts.sh, then mpirun of examples/hello on every slot."""
+    """An MPIJob whose launcher runs discover_hosts.sh, then mpirun of examples/hello on every slot (or on
+    ``ranks``), with ``mpirun_args`` before the program."""
     as_root = not options.get("non_root")
-    ranks = slots * (workers + (1 if options.get("launcher_as_worker") else 0))
+    ranks = options.get("ranks") or slots * (workers + (1 if options.get("launcher_as_worker") else 0))
     mpirun = [
         str(in_pod(build.mpirun)),
         *(build.root_args if as_root else ()),
