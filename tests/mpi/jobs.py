@@ -51,7 +51,7 @@ def job_for(
     build: Build, hello_dir: Path, *, workers: int = 2, slots: int = 1, **options: Any
 ) -> dict[str, Any]:
     """An MPIJob whose launcher runs discover_hosts.sh, then mpirun of examples/hello on every slot (or on
-    ``ranks``), with ``mpirun_args`` before the program."""
+    ``ranks``), with ``mpirun_args`` before the program and the launcher's own ``env`` (a dict)."""
     as_root = not options.get("non_root")
     ranks = options.get("ranks") or slots * (workers + (1 if options.get("launcher_as_worker") else 0))
     mpirun = [
@@ -73,12 +73,10 @@ def job_for(
     if options.get("deadline"):
         builder.run_policy(activeDeadlineSeconds=options["deadline"])
         builder.set("metadata.annotations", {LAUNCHER_WAIT_ANNOTATION: str(FAILURE_WAIT)})
-    builder.set(
-        "spec.mpiReplicaSpecs.Launcher.template.spec.containers",
-        [
-            {"name": "launcher", "image": "hello", "command": ["/bin/sh", "-c", script]},
-        ],
-    )
+    launcher: dict[str, Any] = {"name": "launcher", "image": "hello", "command": ["/bin/sh", "-c", script]}
+    if options.get("env"):
+        launcher["env"] = [{"name": k, "value": v} for k, v in options["env"].items()]
+    builder.set("spec.mpiReplicaSpecs.Launcher.template.spec.containers", [launcher])
     worker: dict[str, Any] = {"name": "worker", "image": "hello"}
     if options.get("launcher_as_worker"):
         builder.launcher_as_worker()

@@ -151,6 +151,19 @@ def test_open_mpi_without_seq_gives_rank_0_to_the_launcher(build: Build, hello_d
     assert placed(outcome) == ["hello-launcher", "hello-worker-1", "hello-worker-0"], outcome.log
 
 
+@pytest.mark.parametrize(
+    ("build", "variable"),
+    [("openmpi4", "OMPI_MCA_rmaps"), ("openmpi5", "PRTE_MCA_rmaps_default_mapping_policy")],
+    indirect=["build"],
+)
+def test_open_mpi_seq_from_the_environment(build: Build, hello_dir: Path, variable: str) -> None:
+    """The seq flag as a launcher variable instead (what an image or the launcher's env can set)."""
+    permuted = Permuted(build, (2, 0, 1))
+    options = {"launcher_as_worker": True, "env": {variable: "seq"}}
+    outcome = run_permuted(build, hello_dir, permuted, workers=2, flags=(), **options)
+    assert placed(outcome) == ["hello-worker-1", "hello-launcher", "hello-worker-0"], outcome.log
+
+
 @pytest.mark.parametrize("build", OPEN_MPI, indirect=True)
 def test_open_mpi_default_mapper_counts_one_slot_per_line(build: Build, hello_dir: Path) -> None:
     """A user who passes no seq flag still gets N slots per host from the one-line-per-slot form: N ranks on
