@@ -12,222 +12,21 @@ alone.
 
 from __future__ import annotations
 
-import os
 import re
-import shutil
-import subprocess
-import tempfile
-import time
-import warnings
 from collections import Counter
-from collections.abc import Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 import pytest
 
-from app.kube.names import LAUNCHER_WAIT_ANNOTATION
-from app.settings import Settings
-from tests.mpi.bed import Bed, Image
-from tests.mpi.builds import BUILDS, POD_PREFIX, PREFIX, Build, in_pod
-from tests.support.builders import mpijob
-from tests.support.metacontroller import FakeMetacontroller
+from tests.mpi.builds import Build
+from tests.mpi.jobs import FAILURE_WAIT, Outcome, job_for, run_job
 
-RANK_LINE = re.compile(r"^rank (\d+) of (\d+) on (\S+) \(sum of ranks (\d+)\)$", re.M)
 DISCOVER_LINE = re.compile(r"^discovered: (.*)$", re.M)
 KEY_LINE = re.compile(r"^key: (.*)$", re.M)
 # ssh's ConnectionAttempts=10 (rendered by the hook) spends ~10 s on a worker that refuses connections,
-# after the launcher's wait-for-workers gave up (FAILURE_WAIT seconds, the MPIJob's annotation).
-FAILURE_WAIT = 2
+# after the launcher's wait-for-workers gave up (FAILURE_WAIT seconds).
 FAILURE_DEADLINE = 20
 WAITED = re.compile(r"^wait-for-workers: (\d+) hosts answer ssh", re.M)
-LAUNCHER_SECONDS = int(os.environ.get("MPI_E2E_LAUNCHER_SECONDS", "60"))
-
-
-def _bed_missing() -> str | None:
-    if os.geteuid() != 0:
-        return "the MPI test bed needs root (network, mount and PID namespaces)"
-    for tool in ("ip", "unshare", "setpriv", "ssh-keygen", "/usr/sbin/sshd", "ssh"):
-        if shutil.which(tool) is None:
-            return f"the MPI test bed needs {tool}"
-    return None
-
-
-@pytest.fixture(scope="session")
-def hello_dir() -> Iterator[Path]:
-    """examples/hello compiled per build, in a folder every user of the "pods" can read (not /tmp: the pods
-    have their own)."""
-    PREFIX.mkdir(exist_ok=True)
-    path = Path(tempfile.mkdtemp(prefix=f"hello-{os.getpid()}-", dir=PREFIX))
-    os.chmod(path, 0o755)
-    yield path
-    shutil.rmtree(path, ignore_errors=True)
-
-
-def _hello(build: Build, hello_dir: Path) -> Path:
-    binary = hello_dir / build.name
-    if not binary.exists():
-        build.compile(binary)
-    return binary
-
-
-@pytest.fixture(params=sorted(BUILDS))
-def build(request: pytest.FixtureRequest, hello_dir: Path) -> Build:
-    b = BUILDS[request.param]
-    reason = _bed_missing() or b.missing()
-    if reason:
-        if os.environ.get("CI") and _bed_missing():
-            pytest.fail(reason)
-        pytest.skip(reason)
-    _hello(b, hello_dir)
-    return b
-
-
-@dataclass
-class Outcome:
-    exit_code: int | None  # None: still running at activeDeadlineSeconds
-    log: str
-    hostfile: str
-    conditions: dict[str, tuple[str, str]]
-    status: dict[str, Any]
-    launcher_seconds: float
-
-    @property
-    def ranks(self) -> list[tuple[int, int, str, int]]:
-        return [(int(r), int(n), h, int(s)) for r, n, h, s in RANK_LINE.findall(self.log)]
-
-    def hostfile_hosts(self) -> list[str]:
-        return [re.split(r"[\s:]", line)[0] for line in self.hostfile.splitlines() if line]
-
-
-def job_for(
-    build: Build, hello_dir: Path, *, workers: int = 2, slots: int = 1, **options: Any
-) -> dict[str, Any]:
-    """An MPIJob whose launcher runs discover_hosts.sh, then mpirun of examples/hello on every slot."""
-    as_root = not options.get("non_root")
-    ranks = slots * (workers + (1 if options.get("launcher_as_worker") else 0))
-    mpirun = [
-        str(in_pod(build.mpirun)),
-        *(build.root_args if as_root else ()),
-        "-n",
-        str(ranks),
-        str(in_pod(hello_dir / build.name)),
-    ]
-    script = (
-        'echo "discovered: $(/etc/mpi/discover_hosts.sh | tr "\\n" " ")"; '
-        'echo "key: $(stat -L -c "%a %u:%g" "$HOME/.ssh/id_rsa")"; exec ' + " ".join(mpirun)
-    )
-    if options.get("launcher_as_worker") and build.ssh_to_itself:
-        script = "/usr/sbin/sshd; " + script
-    builder = mpijob("hello").impl(build.implementation).workers(workers).slots(slots)
-    builder.run_policy(backoffLimit=0)
-    if options.get("deadline"):
-        builder.run_policy(activeDeadlineSeconds=options["deadline"])
-        builder.set("metadata.annotations", {LAUNCHER_WAIT_ANNOTATION: str(FAILURE_WAIT)})
-    builder.set(
-        "spec.mpiReplicaSpecs.Launcher.template.spec.containers",
-        [
-            {"name": "launcher", "image": "hello", "command": ["/bin/sh", "-c", script]},
-        ],
-    )
-    worker: dict[str, Any] = {"name": "worker", "image": "hello"}
-    if options.get("launcher_as_worker"):
-        builder.launcher_as_worker()
-    if options.get("non_root"):
-        # As upstream's examples/pi: everything runs as mpiuser, sshd too, from ~/.sshd_config.
-        builder.set("spec.sshAuthMountPath", "/home/mpiuser/.ssh")
-        user = {"runAsUser": 1000}
-        launcher = builder.spec["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
-        launcher["securityContext"] = user
-        if options.get("root_sshd"):  # workers keep the default command: sshd as root logs mpiuser in
-            for role in ("Launcher", "Worker"):  # a group of the user's own, not mpiuser's 1000
-                builder.set(f"spec.mpiReplicaSpecs.{role}.template.spec.securityContext", {"fsGroup": 2000})
-        else:
-            worker.update(
-                securityContext=user,
-                command=["/usr/sbin/sshd"],
-                args=["-De", "-f", "/home/mpiuser/.sshd_config"],
-            )
-    builder.set("spec.mpiReplicaSpecs.Worker.template.spec.containers", [worker])
-    return builder.build()
-
-
-def run_job(
-    build: Build,
-    job: dict[str, Any],
-    *,
-    hook_domain: str = "",
-    cluster_domain: str = "cluster.local",
-    sshd_down: str = "",
-    drop_env_prefix: str = "",
-    launcher_first: float = 0,
-) -> Outcome:
-    """Create the job, run its Pods, report the launcher's end to the hook as the Job controller would."""
-    mc = FakeMetacontroller(settings=Settings(cluster_domain=hook_domain))
-    mc.apply_mpijob(job)
-    mc.sync_until_steady()
-    name = mc.name
-    image = Image(
-        path_dirs=(str(in_pod(build.bin_dir)),), env=build.image_env, binds=((str(PREFIX), str(POD_PREFIX)),)
-    )
-    with Bed(image, cluster_domain=cluster_domain) as bed:
-        workers = [bed.plan(mc.get("Pod", w)) for w in mc.names("Pod") if w.startswith(f"{name}-worker-")]
-        launcher_job = mc.get("Job", f"{name}-launcher")
-        assert launcher_job is not None
-        if drop_env_prefix:  # what an operator without our additions would have rendered
-            container = launcher_job["spec"]["template"]["spec"]["containers"][0]
-            container["env"] = [e for e in container["env"] if not e["name"].startswith(drop_env_prefix)]
-        launcher_pod = mc.start_launcher_pod()
-        launcher = bed.plan(launcher_job["spec"]["template"], name=launcher_pod)
-        children = list(mc.objects.values())
-        started = time.monotonic()
-        if launcher_first:  # as AtStartup on a real cluster: the launcher before any worker answers
-            bed.start(launcher, children)
-            time.sleep(launcher_first)
-        for pod in workers:
-            bed.start(pod, children)
-        for pod in workers:
-            pod.wait_for_log("Server listening")
-        mc.workers_running()
-        mc.sync_until_steady()
-        if sshd_down:
-            bed.stop(sshd_down)
-        if not launcher_first:
-            started = time.monotonic()
-            bed.start(launcher, list(mc.objects.values()))
-        deadline = job["spec"]["runPolicy"].get("activeDeadlineSeconds")
-        try:
-            exit_code = launcher.wait(timeout=deadline or LAUNCHER_SECONDS)
-        except subprocess.TimeoutExpired:
-            bed.stop(launcher.name)
-            if not deadline and build.finalize_may_hang and _every_rank_reported(launcher.output()):
-                warnings.warn(
-                    f"{build.name}: every rank reported, then a rank hung in MPI_Finalize", stacklevel=1
-                )
-                exit_code = 0
-            else:
-                assert deadline, f"launcher still running after {LAUNCHER_SECONDS}s:\n{launcher.output()}"
-                exit_code = None  # the Job controller ends it: activeDeadlineSeconds
-        log = launcher.output()
-        seconds = time.monotonic() - started
-    if exit_code == 0:
-        mc.finish_launcher("Complete")
-    elif exit_code is None:
-        mc.set_launcher_pod(launcher_pod, "Failed", reason="DeadlineExceeded", message="deadline exceeded")
-        mc.finish_launcher("Failed", "DeadlineExceeded", "Job was active longer than specified deadline")
-    else:
-        mc.set_launcher_pod(launcher_pod, "Failed", reason="Error", message=f"mpirun exited with {exit_code}")
-        mc.finish_launcher("Failed", "BackoffLimitExceeded", "Job has reached the specified backoff limit")
-    mc.sync_until_steady()
-    config = mc.get("ConfigMap", f"{name}-config")
-    assert config is not None
-    return Outcome(exit_code, log, config["data"]["hostfile"], mc.conditions(), mc.status, seconds)
-
-
-def _every_rank_reported(log: str) -> bool:
-    ranks = RANK_LINE.findall(log)
-    return bool(ranks) and len({r for r, *_ in ranks}) == int(ranks[0][1])
 
 
 def assert_placed(outcome: Outcome, slots: int) -> None:
@@ -327,14 +126,10 @@ def test_worker_without_sshd_fails_the_job(build: Build, hello_dir: Path) -> Non
     assert outcome.launcher_seconds >= 5, outcome.log
 
 
-def test_open_mpi_5_needs_the_prrte_variables(hello_dir: Path) -> None:
+@pytest.mark.parametrize("build", ["openmpi5"], indirect=True)
+def test_open_mpi_5_needs_the_prrte_variables(build: Build, hello_dir: Path) -> None:
     """Without the PRTE_MCA_* names (upstream renders only ORTE's), Open MPI 5 ignores the hostfile and runs
     every rank on the launcher, and the job "succeeds": what the hook's PRRTE variables fix."""
-    build = BUILDS["openmpi5"]
-    reason = _bed_missing() or build.missing()
-    if reason:
-        pytest.skip(reason)
-    _hello(build, hello_dir)
     outcome = run_job(build, job_for(build, hello_dir), drop_env_prefix="PRTE_MCA_")
     assert outcome.exit_code == 0, outcome.log
     assert [host for *_, host, _ in outcome.ranks] == ["hello-launcher", "hello-launcher"], outcome.log
