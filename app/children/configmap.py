@@ -13,7 +13,8 @@ from app.kube import names
 
 def hostfile(job: Job, cluster_domain: str, order: HostOrder | None = None) -> str:
     """One line per host from the spec (not from Pod state): ``host slots=N`` or ``host:N``; in upstream's
-    order (launcher first, then workers by index) unless the job's hostfile is ordered (``order``)."""
+    order (launcher first, then workers by index) unless the job's hostfile is ordered (``order``), when
+    Open MPI's lines take the sequential mapper's form."""
     name = job.name
     suffix = names.host_suffix(name, job.namespace, cluster_domain)
     slots = job.slots_per_worker
@@ -22,10 +23,20 @@ def hostfile(job: Job, cluster_domain: str, order: HostOrder | None = None) -> s
         if job.mpi_implementation == MPIImplementation.OPENMPI
         else f"{suffix}:{slots}\n"
     )
+    if order is not None and job.mpi_implementation == MPIImplementation.OPENMPI:
+        return order.header() + "".join(_sequential_lines(job, host, suffix) for host in order.hosts)
     if order is not None:
         return order.header() + "".join(host + tail for host in order.hosts)
     hosts = upstream_hosts(job)
     return tail.join(hosts) + tail if hosts else ""
+
+
+def _sequential_lines(job: Job, host: str, suffix: str) -> str:
+    """Open MPI's sequential mapper (``--map-by seq``, 4.1's ``--mca rmaps seq``) places one rank per line and
+    ignores ``slots=``: so one bare line per slot, which the default mapper also counts as that many slots.
+    4.1's mapper knows the launcher's own host only by its short name."""
+    line = host if host == names.launcher_name(job.name) else host + suffix
+    return f"{line}\n" * job.slots_per_worker
 
 
 def upstream_hosts(job: Job) -> list[str]:

@@ -16,13 +16,13 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from app.api.ordering import MAX_TABLE_BYTES
+
 MARK = "# mpi-operator-hook: hostfile order"
 PENDING = f"{MARK} pending"
 FINAL = f"{MARK}ed by node labels"
 LAUNCHER_POD = "; launcher Pod "
 ORDER_KEY = "hostfile-order"
-# The ``hostfile-order`` table stops here, so a ConfigMap of thousands of hosts keeps room for the hostfile.
-MAX_TABLE_BYTES = 64 * 1024
 # A label a node does not have, or the node of a host not bound yet.
 MISSING = "-"
 

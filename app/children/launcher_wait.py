@@ -50,6 +50,7 @@ hosts=
 while read -r host rest || [ -n "$host" ]; do
   host=${host%%:*}
   case $host in ''|'#'*) continue;; esac
+ONCE_EACH
   [ "${host%%.*}" = "$self" ] || hosts="$hosts $host"
 done < "$hostfile"
 check() {
@@ -109,13 +110,16 @@ _ORDER_WAIT = r"""  until read -r first < "$hostfile" && case $first in
   done
   say "hostfile order: ${first:-none} ($(($(date +%s) - start))s)"
 """
-ORDERED_SCRIPT = SCRIPT.replace(
+# An ordered Open MPI hostfile names a host on one line per slot: each is checked once.
+_ONCE_EACH = """  case " $hosts " in *" $host "*) continue;; esac
+"""
+ORDERED_SCRIPT = SCRIPT.replace("ONCE_EACH\n", _ONCE_EACH).replace(
     "ORDER_WAIT\n",
     _ORDER_WAIT.replace("POD_ENV", POD_ENV)
     .replace("FINAL_MARK", host_order.FINAL)
     .replace("LAUNCHER_POD", host_order.LAUNCHER_POD),
 )
-SCRIPT = SCRIPT.replace("ORDER_WAIT\n", "")
+SCRIPT = SCRIPT.replace("ORDER_WAIT\n", "").replace("ONCE_EACH\n", "")
 
 
 def wait_seconds(job: Job) -> int:

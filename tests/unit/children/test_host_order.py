@@ -46,3 +46,15 @@ def test_the_table_stops_at_its_bound() -> None:
 
 def test_a_job_that_did_not_opt_in_has_no_table() -> None:
     assert "hostfile-order" not in build_configmap(defaulted(), [], "")["data"]
+
+
+def test_open_mpi_gets_a_bare_line_per_slot_and_the_launcher_by_its_short_name() -> None:
+    """The sequential mapper's form (one rank per line); the default mapper counts the same slots."""
+    builder = (
+        mpijob().slots(2).launcher_as_worker().set("metadata.annotations", {ORDER_ANNOTATION: "topology"})
+    )
+    order = HostOrder(
+        (), (Placement("pi-worker-0", "n1", ()), Placement("pi-launcher", "n2", ())), "pi-launcher-x"
+    )
+    hosts = build_configmap(defaulted(builder), [], "", order)["data"]["hostfile"].splitlines()[1:]
+    assert hosts == ["pi-worker-0.pi.default.svc"] * 2 + ["pi-launcher"] * 2

@@ -94,3 +94,14 @@ def test_a_final_order_does_not_wait(tmp_path: Path, shell: str) -> None:
     done, _ = _run(tmp_path, shell, header(2) + HOSTS, UP, bound=30, script=ORDERED_SCRIPT)
     assert done.returncode == 0, done
     assert time.monotonic() - started < 2 and "(0s)" in done.stdout
+
+
+@pytest.mark.parametrize("shell", _SHELLS)
+def test_a_host_on_a_line_per_slot_is_checked_once(tmp_path: Path, shell: str) -> None:
+    """Open MPI's ordered form: a bare line per slot; the launcher's short name is its own and skipped."""
+    lines = "pi-launcher\npi-launcher\nb.j.ns.svc\nb.j.ns.svc\na.j.ns.svc\na.j.ns.svc\n"
+    done, calls = _run(
+        tmp_path, shell, header(2) + lines, UP, bound=30, launcher="pi-launcher", script=ORDERED_SCRIPT
+    )
+    assert done.returncode == 0, done
+    assert sorted(calls) == UP and "2 hosts answer ssh" in done.stdout
