@@ -57,6 +57,7 @@ COMPOSITE_CONTROLLER = ROOT / "metacontroller" / "compositecontroller.yaml"
 CRD = ROOT / "crds" / "kubeflow.org_mpijobs.yaml"
 LAST_APPLIED = "metacontroller.k8s.io/last-applied-configuration"
 PRIORITY_CLASS_KEY = "PriorityClass.scheduling.k8s.io/v1"
+NODE_KEY = "Node.v1"
 RESPONSE_KEYS = {"status", "children", "resyncAfterSeconds", "finalized"}
 KIND_OF_RESOURCE = {
     "jobs": "Job",
@@ -505,6 +506,14 @@ class FakeMetacontroller:
                     if key == PRIORITY_CLASS_KEY:
                         group[name] = copy.deepcopy(obj)
                 continue
+            if (rule["apiVersion"], rule["resource"]) == ("v1", "nodes"):
+                group = related.setdefault(NODE_KEY, {})
+                if self.version != "v2":
+                    continue
+                for (key, name), obj in self.objects.items():
+                    if key == NODE_KEY and _selects(rule["labelSelector"], obj["metadata"].get("labels", {})):
+                        group[name] = copy.deepcopy(obj)
+                continue
             assert rule["apiVersion"] == "v1" and rule["resource"] == "pods", rule
             selector = rule["labelSelector"]["matchLabels"]
             group = related.setdefault("Pod.v1", {})
@@ -524,6 +533,24 @@ class FakeMetacontroller:
         }
         self._bump(obj)
         self.objects[(PRIORITY_CLASS_KEY, name)] = obj
+
+    def add_node(self, name: str, labels: dict[str, str]) -> None:
+        """A Node joins the cluster (cluster-scoped), with its labels and a status the hook must skip."""
+        obj = {
+            "apiVersion": "v1",
+            "kind": "Node",
+            "metadata": {"name": name, "uid": self._uid("node"), "labels": dict(labels)},
+            "status": {"images": [{"names": ["registry.example/big:1"], "sizeBytes": 10**9}]},
+        }
+        self._bump(obj)
+        self.objects[(NODE_KEY, name)] = obj
+
+    def bind(self, pod_name: str, node: str) -> None:
+        """The scheduler binds a Pod to a node."""
+        pod = self.get("Pod", pod_name)
+        assert pod is not None, f"no Pod {pod_name}"
+        pod["spec"]["nodeName"] = node
+        self._bump(pod)
 
     def sync(self, *, lose_status: bool = False) -> Writes:
         """One sync: call the hook and apply its answer as Metacontroller would. ``lose_status``: the
@@ -785,3 +812,20 @@ def _merge(target: dict[str, Any], last: dict[str, Any], desired: dict[str, Any]
             _merge(target[key], last.get(key) if isinstance(last.get(key), dict) else {}, value)
         else:
             target[key] = copy.deepcopy(value)
+
+
+def _selects(selector: dict[str, Any], labels: dict[str, str]) -> bool:
+    """A labelSelector's matchLabels and matchExpressions, as the apiserver reads them."""
+    if any(labels.get(k) != v for k, v in selector.get("matchLabels", {}).items()):
+        return False
+    for expression in selector.get("matchExpressions", []):
+        key, operator, values = expression["key"], expression["operator"], expression.get("values", [])
+        held = {
+            "Exists": key in labels,
+            "DoesNotExist": key not in labels,
+            "In": labels.get(key) in values,
+            "NotIn": labels.get(key) not in values,
+        }[operator]
+        if not held:
+            return False
+    return True
