@@ -444,3 +444,14 @@ def test_the_workload_api_is_not_carried_and_says_so() -> None:
     assert "Trainer v2.3's podGroupPolicy has no Workload policy" in note and "'rack'" in note
     with pytest.raises(ConvertError, match="goes without --runtime"):
         to_trainjob(job, Target(shipped_runtime("deepspeed_distributed.yaml"), "kubernetes"))
+
+
+def test_an_ordered_hostfile_is_not_carried_and_says_so() -> None:
+    """Trainer v2.3 writes its hostfile in index order: the annotation survives on the TrainJob, unread."""
+    job = load(PI)
+    plain = to_trainjob(copy.deepcopy(job)).notes
+    job["metadata"]["annotations"] = {"mpi-operator-hook/hostfile-order": "topology"}
+    converted = to_trainjob(job)
+    (note,) = [n for n in converted.notes if "hostfile-order" in n]
+    assert "Trainer v2.3 writes the hostfile in index order" in note
+    assert len(converted.notes) == len(plain) + 1
