@@ -149,3 +149,36 @@ def test_no_labels_orders_by_node_name() -> None:
     job = defaulted(ordered(**{LABELS_ANNOTATION: ""}))
     order = hostfile_order.decide(job, observed(None, hosts_on("b", "a")), (), cluster_domain="").order
     assert order is not None and order.hosts == ["pi-worker-1", "pi-worker-0"]
+
+
+def kueue_rank_assignment(
+    ranks: int, nodes: dict[str, dict[str, str]], levels: tuple[str, ...], per_node: int
+) -> list[str]:
+    """Kueue TAS's rank-based placement: domains sorted byte-wise by their level values (the finest being
+    the hostname), rank r on the r-th free slot in that order."""
+    ordered_nodes = sorted(nodes, key=lambda n: (tuple(nodes[n][level] for level in levels), n))
+    slots = [node for node in ordered_nodes for _ in range(per_node)]
+    return slots[:ranks]
+
+
+@pytest.mark.parametrize("per_node", [1, 2])
+def test_kueue_tas_rank_order_is_already_ours(per_node: int) -> None:
+    """With the same levels, the index order Kueue gives is the order we sort to: the hostfile keeps it."""
+    nodes = {f"node-{i}": {BLOCK: f"b{i % 2}", RACK: f"rack-{i % 3 + 1}0"} for i in range(6)}
+    placed = kueue_rank_assignment(6, nodes, LABELS, per_node)
+    got = order_of(ordered(mpijob().workers(6)), hosts_on(*placed), node_labels=nodes)
+    assert got == [f"pi-worker-{i}" for i in range(6)]
+
+
+def test_kueue_tas_with_the_launcher_as_rank_0() -> None:
+    """Kueue offsets the workers' ranks by one for runLauncherAsWorker (the launcher is rank 0)."""
+    nodes = {f"node-{i}": {BLOCK: f"b{i // 2}", RACK: f"r{i}"} for i in range(4)}
+    launcher_node, *worker_nodes = kueue_rank_assignment(4, nodes, LABELS, 1)
+    launcher = launcher_pod(node=launcher_node, suffix="k")
+    got = order_of(
+        ordered(mpijob().workers(3).launcher_as_worker()),
+        hosts_on(*worker_nodes),
+        node_labels=nodes,
+        launcher_pods=[launcher],
+    )
+    assert got == ["pi-launcher", "pi-worker-0", "pi-worker-1", "pi-worker-2"]
