@@ -14,6 +14,7 @@ Every MPI skips a ``#`` line in a hostfile. The key ``hostfile-order`` shows eac
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from app.api.ordering import MAX_TABLE_BYTES
@@ -25,6 +26,15 @@ LAUNCHER_POD = "; launcher Pod "
 ORDER_KEY = "hostfile-order"
 # A label a node does not have, or the node of a host not bound yet.
 MISSING = "-"
+
+
+def cell(text: str) -> str:
+    """A node name, label value or Pod name as the ConfigMap may show it: what the apiserver allows in them
+    passes; anything else (a request is untrusted input) becomes ``?``, never a line break or a space."""
+    return _NOT_A_NAME.sub("?", text)
+
+
+_NOT_A_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 
 @dataclass(frozen=True, slots=True)
@@ -63,7 +73,7 @@ class HostOrder:
         if not self.final:
             return f"{PENDING}, {self.bound} of {len(self.placements)} hosts bound to nodes\n"
         by = ", ".join(self.labels) if self.labels else "(none: by node name)"
-        tail = f"{LAUNCHER_POD}{self.launcher_pod}" if self.launcher_pod else ""
+        tail = f"{LAUNCHER_POD}{cell(self.launcher_pod)}" if self.launcher_pod else ""
         return f"{FINAL} {by}{tail}\n"
 
     def table(self) -> str:
@@ -71,8 +81,8 @@ class HostOrder:
         lines = ["# " + " ".join(("line", "host", "node", *self.labels)) + "\n"]
         size = len(lines[0])
         for number, placement in enumerate(self.placements, 1):
-            values = (v if v is not None else MISSING for v in placement.values)
-            row = " ".join((str(number), placement.host, placement.node or MISSING, *values)) + "\n"
+            values = (cell(v) if v is not None else MISSING for v in placement.values)
+            row = " ".join((str(number), placement.host, cell(placement.node) or MISSING, *values)) + "\n"
             size += len(row.encode())
             if size > MAX_TABLE_BYTES:
                 lines.append(f"# {len(self.placements) - number + 1} more hosts not shown\n")

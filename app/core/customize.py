@@ -42,7 +42,10 @@ def customize(
     rules = [related]
     if request.controller.declared_podgroups:
         rules.append(dict(PRIORITY_CLASSES))  # no selector: all of them
-    labels = order_labels(parent.annotations, config.hostfile_order_labels)
+    try:
+        labels = order_labels(parent.annotations, config.hostfile_order_labels)
+    except ValueError:
+        labels = None  # the sync calls the job invalid, and says why
     if labels:
         rules.append(node_rule(labels, node_selector))
     return {"relatedResources": rules}

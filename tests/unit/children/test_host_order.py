@@ -58,3 +58,9 @@ def test_open_mpi_gets_a_bare_line_per_slot_and_the_launcher_by_its_short_name()
     )
     hosts = build_configmap(defaulted(builder), [], "", order)["data"]["hostfile"].splitlines()[1:]
     assert hosts == ["pi-worker-0.pi.default.svc"] * 2 + ["pi-launcher"] * 2
+
+
+def test_what_a_request_sends_never_breaks_a_line_of_the_hostfile_or_its_table() -> None:
+    order = HostOrder((RACK,), (Placement("pi-worker-0", "n1\nevil", ("r 1\n#",)),), "pi-launcher\nx slots=9")
+    assert order.header().count("\n") == 1 and "x slots" not in order.header()
+    assert order.table().splitlines()[1] == "1 pi-worker-0 n1?evil r?1??"

@@ -156,3 +156,12 @@ def test_node_labels_and_pod_bindings_decode_from_the_request() -> None:
     request = decode_request(body)
     assert request.related.nodes is not None and request.related.nodes["n1"].metadata.labels == {ZONE: "z1"}
     assert request.children.pods is not None and request.children.pods["ns/pi-worker-0"].spec.nodeName == "n1"
+
+
+def test_a_malformed_label_list_asks_for_no_nodes_and_does_not_fail() -> None:
+    """The sync calls such a job invalid (validation); the customize hook must still answer."""
+    body = _ordered(
+        **{"mpi-operator-hook/hostfile-order": "topology", "mpi-operator-hook/hostfile-order-labels": "a b"}
+    )
+    rules = customize(body, SyncConfig(hostfile_order_labels=(ZONE,)))["relatedResources"]
+    assert [r["resource"] for r in rules] == ["pods"]
