@@ -7,6 +7,8 @@ from __future__ import annotations
 from typing import Any
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from app.api.ordering import LABELS_ANNOTATION, ORDER_ANNOTATION
 from app.children.configmap import hostfile
@@ -182,3 +184,34 @@ def test_kueue_tas_with_the_launcher_as_rank_0() -> None:
         launcher_pods=[launcher],
     )
     assert got == ["pi-launcher", "pi-worker-0", "pi-worker-1", "pi-worker-2"]
+
+
+VALUES = st.sampled_from(["a", "b", "rack-10", "rack-2", ""])
+NODE_LABELS = st.dictionaries(st.sampled_from(LABELS), VALUES.filter(bool), max_size=2)
+
+
+@settings(max_examples=200, deadline=None)
+@given(
+    bindings=st.lists(st.sampled_from(["n1", "n2", "n3", "x", ""]), min_size=1, max_size=8),
+    nodes=st.dictionaries(st.sampled_from(["n1", "n2", "n3"]), NODE_LABELS),
+    shuffle=st.randoms(use_true_random=False),
+)
+def test_any_bindings_give_a_permutation_sorted_by_node_whatever_the_order_nodes_come_in(
+    bindings: list[str], nodes: dict[str, dict[str, str]], shuffle: Any
+) -> None:
+    builder = ordered(mpijob().workers(len(bindings)))
+    got = order_of(builder, hosts_on(*bindings), node_labels=nodes)
+    assert sorted(got) == sorted(f"pi-worker-{i}" for i in range(len(bindings)))
+    items = list(nodes.items())
+    shuffle.shuffle(items)
+    assert order_of(builder, hosts_on(*bindings), node_labels=dict(items)) == got
+    if all(bindings):  # final: neighbours by node labels, then node name, then index
+
+        def key(host: str) -> tuple[Any, ...]:
+            index = int(host.rsplit("-", 1)[1])
+            labels = nodes.get(bindings[index], {})
+            return (*((labels.get(k) is None, labels.get(k, "")) for k in LABELS), bindings[index], index)
+
+        assert got == sorted(got, key=key)
+    else:
+        assert got == [f"pi-worker-{i}" for i in range(len(bindings))]
