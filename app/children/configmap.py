@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 from app.api.defaults import Job
@@ -55,14 +55,20 @@ def discover_hosts(job: Job, running_workers: Iterable[str], cluster_domain: str
 
 
 def build_configmap(
-    job: Job, running_workers: Iterable[str], cluster_domain: str, order: HostOrder | None = None
+    job: Job,
+    running_workers: Iterable[str],
+    cluster_domain: str,
+    order: HostOrder | None = None,
+    kept: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
+    """``kept``: an ordered hostfile and its table as they are (a finished job's)."""
     data = {
         names.DISCOVER_HOSTS_KEY: discover_hosts(job, running_workers, cluster_domain),
         names.HOSTFILE_KEY: hostfile(job, cluster_domain, order),
     }
     if order is not None:
         data[ORDER_KEY] = order.table()
+    data.update(kept or {})
     return {
         "apiVersion": "v1",
         "kind": "ConfigMap",

@@ -5,6 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from app.api import ordering
 from app.api.defaults import Job, Replica
 from app.api.types import MPIImplementation
 from app.children import pods
@@ -23,21 +24,7 @@ def launcher_env(job: Job) -> list[dict[str, str]]:
     env = [{"name": "K_MPI_JOB_ROLE", "value": names.LAUNCHER}]
     implementation = job.mpi_implementation
     if implementation == MPIImplementation.OPENMPI:
-        env += [
-            {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "true"},
-            {"name": "OMPI_MCA_orte_default_hostfile", "value": names.HOSTFILE_PATH},
-            {"name": "OMPI_MCA_plm_rsh_args", "value": _SSH_CONNECT_ARGS},
-            {"name": "OMPI_MCA_orte_set_default_slots", "value": slots},
-            # Open MPI 5 launches through PRRTE, which reads none of the ORTE names above.
-            {"name": "PRTE_MCA_prte_keep_fqdn_hostnames", "value": "true"},
-            {"name": "PRTE_MCA_prte_default_hostfile", "value": names.HOSTFILE_PATH},
-            {"name": "PRTE_MCA_plm_ssh_args", "value": _SSH_CONNECT_ARGS},
-            {"name": "PRTE_MCA_prte_set_default_slots", "value": slots},
-        ]
-        if job.run_launcher_as_worker:
-            # PRRTE resolves no host names by default, so it would not know the launcher's own FQDN in the
-            # hostfile as itself and ssh into it; Open MPI 4 did resolve.
-            env.append({"name": "PRTE_MCA_prte_do_not_resolve", "value": "false"})
+        env += _open_mpi_env(job, slots)
     elif implementation == MPIImplementation.INTEL:
         env += [
             {"name": "I_MPI_HYDRA_HOST_FILE", "value": names.HOSTFILE_PATH},
@@ -52,6 +39,32 @@ def launcher_env(job: Job) -> list[dict[str, str]]:
     if not job.run_launcher_as_worker:
         # Keep GPUs invisible to a launcher that only runs mpirun (no ``value``: the apiserver drops "").
         env += [{"name": "NVIDIA_VISIBLE_DEVICES"}, {"name": "NVIDIA_DRIVER_CAPABILITIES"}]
+    return env
+
+
+def _open_mpi_env(job: Job, slots: str) -> list[dict[str, str]]:
+    """Open MPI 4's ORTE names, then Open MPI 5's: it launches through PRRTE, which reads none of them."""
+    env = [
+        {"name": "OMPI_MCA_orte_keep_fqdn_hostnames", "value": "true"},
+        {"name": "OMPI_MCA_orte_default_hostfile", "value": names.HOSTFILE_PATH},
+        {"name": "OMPI_MCA_plm_rsh_args", "value": _SSH_CONNECT_ARGS},
+        {"name": "OMPI_MCA_orte_set_default_slots", "value": slots},
+        {"name": "PRTE_MCA_prte_keep_fqdn_hostnames", "value": "true"},
+        {"name": "PRTE_MCA_prte_default_hostfile", "value": names.HOSTFILE_PATH},
+        {"name": "PRTE_MCA_plm_ssh_args", "value": _SSH_CONNECT_ARGS},
+        {"name": "PRTE_MCA_prte_set_default_slots", "value": slots},
+    ]
+    if ordering.requested(job.metadata.annotations):
+        # Ours: an ordered hostfile is followed only by the sequential mapper (a line per slot). Defaults
+        # both versions read, so mpirun needs no flag; a mapping the user passes still wins.
+        env += [
+            {"name": "OMPI_MCA_rmaps_base_mapping_policy", "value": "seq"},
+            {"name": "PRTE_MCA_rmaps_default_mapping_policy", "value": "seq"},
+        ]
+    if job.run_launcher_as_worker:
+        # PRRTE resolves no host names by default, so it would not know the launcher's own FQDN in the
+        # hostfile as itself and ssh into it; Open MPI 4 did resolve.
+        env.append({"name": "PRTE_MCA_prte_do_not_resolve", "value": "false"})
     return env
 
 

@@ -124,8 +124,12 @@ class Observed:
     priorities: Mapping[str, int] = field(default_factory=dict)
     # Node labels by node name (customize hook, ordered hostfiles only): they order the hostfile.
     node_labels: Mapping[str, Mapping[str, str]] = field(default_factory=dict)
-    # The hostfile the job's ConfigMap holds now (None: no ConfigMap yet).
-    stored_hostfile: str | None = None
+    # What the job's ConfigMap holds now (None: no ConfigMap yet).
+    stored_config: Mapping[str, str] | None = None
+
+    @property
+    def stored_hostfile(self) -> str | None:
+        return None if self.stored_config is None else self.stored_config.get(names.HOSTFILE_KEY, "")
 
     @cached_property
     def launcher_job_state(self) -> LauncherJobState | None:
@@ -200,14 +204,14 @@ def classify(job_name: str, request: SyncRequest) -> Observed:
         node_labels={
             node.metadata.name: node.metadata.labels for node in (request.related.nodes or {}).values()
         },
-        stored_hostfile=_stored_hostfile(job_name, request),
+        stored_config=_stored_config(job_name, request),
     )
 
 
-def _stored_hostfile(job_name: str, request: SyncRequest) -> str | None:
+def _stored_config(job_name: str, request: SyncRequest) -> Mapping[str, str] | None:
     name = names.config_name(job_name)
     stored = next((c for c in (request.children.configmaps or {}).values() if c.metadata.name == name), None)
-    return None if stored is None else (stored.data or {}).get(names.HOSTFILE_KEY, "")
+    return None if stored is None else (stored.data or {})
 
 
 def _podgroups(job_name: str, request: SyncRequest) -> dict[str, PodGroupStatus | None]:

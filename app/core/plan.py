@@ -46,10 +46,8 @@ class Inputs:
     # ``mpijob lint``'s findings on this job as one message, or None.
     warning: str | None
     now: datetime
-    # The node labels the job's hostfile is ordered by (None: upstream's order), and the cluster domain its
-    # host names end in.
-    order_labels: tuple[str, ...] | None = None
-    cluster_domain: str = ""
+    # What the job's hostfile is ordered by (None: upstream's order).
+    ordering: hostfile_order.Ordering | None = None
 
 
 @dataclass(frozen=True)
@@ -100,13 +98,11 @@ def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
     finish = finishing.decide(
         job, launcher_job, finished_before=finished_before, evicted=counts.evicted, fails=restarts.fails
     )
-    # Hold: nothing is created, what exists is kept, while the job finishes or restarts, or while an old
-    # attempt is being deleted (a suspended job keeps nothing of it).
-    hold = finish.finishing or restarts.restarting or (restarts.in_flight and not paused.suspended)
+    hold = _hold(finish, restarts, paused)
     workers = worker_pods.decide(
         job, current, counts, hold=hold, cleaning=finish.cleaning, finished_before=finished_before
     )
-    ordering = hostfile_order.decide(job, current, inputs.order_labels, cluster_domain=inputs.cluster_domain)
+    ordering = hostfile_order.decide(job, current, inputs.ordering, finished_before=finished_before)
     hold_launcher = hold or not ordering.launcher_may_start
     launcher = launcher_creation.decide(
         job, current, listed, finished_before=finished_before, suspended=paused.suspended, hold=hold_launcher
@@ -125,3 +121,9 @@ def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
     advice = notices(finished_before, gang, inputs.gang, inputs.warning, podgroup_name(job.name))
     staged = stage.decide(job, progress, inputs.now)
     return Plan(finished_before, paused, restarts, finish, workers, launcher, gang, ordering, staged, advice)
+
+
+def _hold(finish: finishing.Finishing, restarts: failure.Restarts, paused: suspension.Suspension) -> bool:
+    """Nothing is created, what exists is kept, while the job finishes or restarts, or while an old attempt
+    is being deleted (a suspended job keeps nothing of it)."""
+    return finish.finishing or restarts.restarting or (restarts.in_flight and not paused.suspended)

@@ -32,6 +32,7 @@ from app.core.lint_warning import lint_message, without_warning
 from app.core.observed import classify, find_launcher_job
 from app.core.plan import Inputs, make_plan
 from app.core.policies.finishing import has_finished
+from app.core.policies.hostfile_order import Ordering
 from app.core.status import invalid_status, next_status
 from app.core.timings import Timing, phase_timings
 from app.kube import names
@@ -155,8 +156,8 @@ def _reconcile(
     job = verdict.job
     observed = classify(job.name, request)
     labels = order_labels(job.metadata.annotations, config.hostfile_order_labels)
-    inputs = Inputs(config.gang, verdict.warning, now, labels, config.cluster_domain)
-    plan = make_plan(job, observed, inputs)
+    ordering = None if labels is None else Ordering(labels, config.cluster_domain)
+    plan = make_plan(job, observed, Inputs(config.gang, verdict.warning, now, ordering))
     status, events = next_status(job, plan, verdict.stored, now)
     timings = phase_timings(verdict.stored, status, events) if events else ()
     children = desired_children(job, plan, observed, verdict.templates, keys, config.cluster_domain)

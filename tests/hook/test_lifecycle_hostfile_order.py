@@ -102,6 +102,14 @@ def test_created_bound_then_the_launcher_on_the_final_order(update_golden: bool)
         "3 pi-worker-0 n4 b2 r2",
     ]
 
+    # Finished, its workers cleaned up (cleanPodPolicy Running): the hostfile it ran on stays.
+    ran_on = hostfile(mc)
+    mc.workers_running()
+    mc.start_launcher_pod()
+    mc.finish_launcher("Complete")
+    steady(mc)
+    assert mc.names("Pod") == [] and hostfile(mc) == ran_on
+
 
 def test_a_replaced_worker_joins_the_order_at_its_new_node(update_golden: bool) -> None:
     """Open MPI's form (a bare line per slot); the running launcher is kept while the order moves."""

@@ -109,11 +109,16 @@ def run_job(
     drop_env_prefix: str = "",
     launcher_first: float = 0,
     hostfile: Callable[[str], str] | None = None,
+    placement: Callable[[FakeMetacontroller], None] | None = None,
 ) -> Outcome:
-    """Create the job, run its Pods, report the launcher's end to the hook as the Job controller would."""
+    """Create the job, run its Pods, report the launcher's end to the hook as the Job controller would.
+    ``placement``: the scheduler binds the workers (and Nodes join) before the Pods run."""
     mc = FakeMetacontroller(settings=Settings(cluster_domain=hook_domain))
     mc.apply_mpijob(job)
     mc.sync_until_steady()
+    if placement is not None:
+        placement(mc)
+        mc.sync_until_steady(limit=8)
     name = mc.name
     image = Image(
         path_dirs=(str(in_pod(build.bin_dir)),), env=build.image_env, binds=((str(PREFIX), str(POD_PREFIX)),)

@@ -10,7 +10,8 @@ The order is final once every host is bound; until then the hostfile keeps upstr
 order is pending. The launcher Job is created only once the final hostfile is stored, so its Pod mounts
 the order ``mpirun`` will use (with ``WaitForWorkersReady`` too). A launcher-as-worker is itself a host
 that is placed only once its Pod is bound: that launcher is created as usual, and its ``wait-for-workers``
-holds ``mpirun`` until the hostfile it sees names its own Pod (``app.children.launcher_wait``).
+holds ``mpirun`` until the hostfile it sees names its own Pod (``app.children.launcher_wait``). A finished
+job keeps the hostfile it ran on (its workers may be gone), as upstream keeps a finished job's ConfigMap.
 """
 
 from __future__ import annotations
@@ -20,8 +21,9 @@ from dataclasses import dataclass
 
 from app.api.defaults import Job
 from app.children.configmap import hostfile, upstream_hosts
-from app.children.host_order import HostOrder, Placement
+from app.children.host_order import ORDER_KEY, HostOrder, Placement
 from app.core.observed import Observed
+from app.kube import names
 from app.kube.pod_phase import PodPhase
 from app.kube.request import ObservedPod
 
@@ -32,19 +34,32 @@ class HostfileDecision:
     order: HostOrder | None = None
     # The launcher Job may be created as far as the order goes.
     launcher_may_start: bool = True
+    # A finished job's ordered hostfile and table, kept as stored: the order its ranks ran in.
+    kept: Mapping[str, str] | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Ordering:
+    """What a job's order is made from besides what exists: its labels (``app.api.ordering.order_labels``)
+    and the cluster domain its host names end in."""
+
+    labels: tuple[str, ...]
+    cluster_domain: str = ""
 
 
 def decide(
-    job: Job, observed: Observed, labels: tuple[str, ...] | None, *, cluster_domain: str
+    job: Job, observed: Observed, ordering: Ordering | None, *, finished_before: bool
 ) -> HostfileDecision:
-    """``labels``: the job's order labels (``app.api.ordering.order_labels``), None for upstream's
-    order; ``observed``: the current attempt."""
-    if labels is None:
+    """``ordering``: None for upstream's order; ``observed``: the current attempt."""
+    if ordering is None:
         return HostfileDecision()
-    order = host_order(job, observed, labels)
+    order = host_order(job, observed, ordering.labels)
+    if finished_before and observed.stored_config is not None:
+        kept = {key: observed.stored_config.get(key, "") for key in (names.HOSTFILE_KEY, ORDER_KEY)}
+        return HostfileDecision(order, kept=kept)
     if job.run_launcher_as_worker:
         return HostfileDecision(order)
-    stored = observed.stored_hostfile == hostfile(job, cluster_domain, order)
+    stored = observed.stored_hostfile == hostfile(job, ordering.cluster_domain, order)
     return HostfileDecision(order, launcher_may_start=order.final and stored)
 
 

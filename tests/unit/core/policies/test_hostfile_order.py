@@ -13,11 +13,13 @@ from hypothesis import strategies as st
 from app.api.ordering import LABELS_ANNOTATION, ORDER_ANNOTATION
 from app.children.configmap import hostfile
 from app.core.policies import hostfile_order
+from app.core.policies.hostfile_order import Ordering
 from tests.support.builders import MPIJobBuilder, mpijob
 from tests.support.observed import defaulted, launcher_pod, observed, worker
 
 BLOCK, RACK = "example.com/block", "example.com/rack"
 LABELS = (BLOCK, RACK)
+BY_LABELS = Ordering(LABELS)
 # Two blocks of two racks; n5 lacks the rack label, n6 every label.
 NODES = {
     "n1": {BLOCK: "b1", RACK: "r1"},
@@ -41,7 +43,7 @@ def hosts_on(*nodes: str, **how: Any) -> dict[int, Any]:
 
 def order_of(builder: MPIJobBuilder, workers: dict[int, Any], **seen: Any) -> list[str]:
     job = defaulted(builder)
-    decision = hostfile_order.decide(job, observed(None, workers, **seen), LABELS, cluster_domain="")
+    decision = hostfile_order.decide(job, observed(None, workers, **seen), BY_LABELS, finished_before=False)
     assert decision.order is not None
     return decision.order.hosts
 
@@ -73,7 +75,7 @@ def test_values_compare_byte_by_byte_as_kueue_orders_domains() -> None:
 def test_pending_until_every_worker_is_bound_keeps_upstreams_order() -> None:
     job = defaulted(ordered(mpijob().workers(3)))
     seen = observed(None, hosts_on("n4", "", "n1"), node_labels=NODES)
-    decision = hostfile_order.decide(job, seen, LABELS, cluster_domain="")
+    decision = hostfile_order.decide(job, seen, BY_LABELS, finished_before=False)
     assert decision.order is not None and not decision.order.final
     assert decision.order.hosts == ["pi-worker-0", "pi-worker-1", "pi-worker-2"]
     assert decision.order.bound == 2
@@ -83,7 +85,10 @@ def test_pending_until_every_worker_is_bound_keeps_upstreams_order() -> None:
 def test_a_missing_worker_is_not_bound() -> None:
     job = defaulted(ordered(mpijob().workers(2)))
     decision = hostfile_order.decide(
-        job, observed(None, hosts_on("n1"), node_labels=NODES), LABELS, cluster_domain=""
+        job,
+        observed(None, hosts_on("n1"), node_labels=NODES),
+        BY_LABELS,
+        finished_before=False,
     )
     assert decision.order is not None and decision.order.bound == 1 and not decision.launcher_may_start
 
@@ -91,14 +96,16 @@ def test_a_missing_worker_is_not_bound() -> None:
 def test_the_launcher_starts_only_once_the_final_hostfile_is_stored() -> None:
     job = defaulted(ordered())
     workers = hosts_on("n3", "n1")
-    final = hostfile_order.decide(job, observed(None, workers, node_labels=NODES), LABELS, cluster_domain="")
+    final = hostfile_order.decide(
+        job, observed(None, workers, node_labels=NODES), BY_LABELS, finished_before=False
+    )
     assert final.order is not None and final.order.final and not final.launcher_may_start
     written = hostfile(job, "", final.order)
-    stored = observed(None, workers, node_labels=NODES, stored_hostfile=written)
-    assert hostfile_order.decide(job, stored, LABELS, cluster_domain="").launcher_may_start
+    stored = observed(None, workers, node_labels=NODES, stored_config={"hostfile": written})
+    assert hostfile_order.decide(job, stored, BY_LABELS, finished_before=False).launcher_may_start
     # A worker replaced on another node changes the order: not the stored one any more.
-    moved = observed(None, hosts_on("n3", "n4"), node_labels=NODES, stored_hostfile=written)
-    assert not hostfile_order.decide(job, moved, LABELS, cluster_domain="").launcher_may_start
+    moved = observed(None, hosts_on("n3", "n4"), node_labels=NODES, stored_config={"hostfile": written})
+    assert not hostfile_order.decide(job, moved, BY_LABELS, finished_before=False).launcher_may_start
 
 
 def test_a_replaced_worker_joins_the_order_at_its_new_node() -> None:
@@ -119,7 +126,7 @@ def test_the_launcher_as_worker_takes_its_place_by_its_pods_node() -> None:
 def test_the_launcher_as_worker_is_pending_until_its_pod_is_bound_and_may_start_at_once() -> None:
     job = defaulted(ordered(mpijob().launcher_as_worker()))
     seen = observed(None, hosts_on("n4", "n1"), node_labels=NODES, launcher_pods=[launcher_pod(suffix="b")])
-    decision = hostfile_order.decide(job, seen, LABELS, cluster_domain="")
+    decision = hostfile_order.decide(job, seen, BY_LABELS, finished_before=False)
     assert decision.order is not None and not decision.order.final
     assert decision.launcher_may_start  # its own wait-for-workers holds mpirun (launcher_wait)
 
@@ -129,27 +136,29 @@ def test_the_launcher_pod_of_this_try_places_the_launcher() -> None:
     retry = launcher_pod("Pending", suffix="b", node="n4", created="2026-05-04T09:01:00Z")
     job = defaulted(ordered(mpijob().launcher_as_worker()))
     seen = observed(None, hosts_on("n3", "n1"), node_labels=NODES, launcher_pods=[failed, retry])
-    order = hostfile_order.decide(job, seen, LABELS, cluster_domain="").order
+    order = hostfile_order.decide(job, seen, BY_LABELS, finished_before=False).order
     assert order is not None and order.launcher_pod == "pi-launcher-b"
     assert order.hosts == ["pi-worker-1", "pi-worker-0", "pi-launcher"]
 
 
 def test_a_job_that_did_not_opt_in_keeps_upstreams_hostfile_and_starts_as_before() -> None:
     decision = hostfile_order.decide(
-        defaulted(), observed(None, hosts_on("n4", "n1")), None, cluster_domain=""
+        defaulted(), observed(None, hosts_on("n4", "n1")), None, finished_before=False
     )
     assert decision.order is None and decision.launcher_may_start
 
 
 def test_suspended_job_without_workers_is_pending() -> None:
     job = defaulted(ordered(mpijob().suspend()))
-    decision = hostfile_order.decide(job, observed(), LABELS, cluster_domain="")
+    decision = hostfile_order.decide(job, observed(), BY_LABELS, finished_before=False)
     assert decision.order is not None and decision.order.bound == 0 and not decision.launcher_may_start
 
 
 def test_no_labels_orders_by_node_name() -> None:
     job = defaulted(ordered(**{LABELS_ANNOTATION: ""}))
-    order = hostfile_order.decide(job, observed(None, hosts_on("b", "a")), (), cluster_domain="").order
+    order = hostfile_order.decide(
+        job, observed(None, hosts_on("b", "a")), Ordering(()), finished_before=False
+    ).order
     assert order is not None and order.hosts == ["pi-worker-1", "pi-worker-0"]
 
 
@@ -215,3 +224,14 @@ def test_any_bindings_give_a_permutation_sorted_by_node_whatever_the_order_nodes
         assert got == sorted(got, key=key)
     else:
         assert got == [f"pi-worker-{i}" for i in range(len(bindings))]
+
+
+def test_a_finished_job_keeps_the_hostfile_it_ran_on() -> None:
+    """Its workers may be gone (cleanPodPolicy): the order stays what the ranks ran in, as stored."""
+    job = defaulted(ordered())
+    stored = {"hostfile": "# the order it ran on\n", "hostfile-order": "# line host node\n", "other": "x"}
+    seen = observed(None, {}, node_labels=NODES, stored_config=stored)
+    decision = hostfile_order.decide(job, seen, BY_LABELS, finished_before=True)
+    assert decision.kept == {"hostfile": "# the order it ran on\n", "hostfile-order": "# line host node\n"}
+    running = hostfile_order.decide(job, seen, BY_LABELS, finished_before=False)
+    assert running.kept is None and running.order is not None and not running.order.final
