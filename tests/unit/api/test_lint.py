@@ -17,6 +17,7 @@ import yaml
 
 from app.api import child_names
 from app.api.lint import IGNORE_ANNOTATION, RULES, SEVERITIES, Rule, Severity, lint, lint_manifest
+from app.api.ordering import ORDER_ANNOTATION
 from app.api.types import MPIJob
 from tests.packaging import test_crd
 from tests.packaging.test_crd import CRD_FILE, INVALID, VALID, pi
@@ -176,6 +177,13 @@ CASES: dict[str, tuple[Callable[[], Job], Callable[[], Job]]] = {
                 "spec.failurePolicy",
                 {"rules": [FAIL_ON_42, {"action": "FailJob", "replicaTypes": [LAUNCHER_]}]},
             )
+        ),
+    ),
+    Rule.HOSTFILE_ORDER_NOT_FOLLOWED: (
+        edit(("metadata.annotations", {ORDER_ANNOTATION: "topology"})),
+        edit(
+            ("metadata.annotations", {ORDER_ANNOTATION: "topology"}),
+            (f"{LC}.command", ["mpirun", "--mca", "rmaps", "seq", "-n", "2", "/home/mpiuser/pi"]),
         ),
     ),
     # pi(): a launcher and 2 workers, 3 Pods.

@@ -32,7 +32,8 @@ def ordered_job(workers: int = len(BOUND), **spec: Any) -> str:
     job = yaml.safe_load(PI.read_text())
     job["metadata"]["annotations"] = {ORDER_ANNOTATION: "topology", LABELS_ANNOTATION: f"{BLOCK}, {RACK}"}
     job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = workers
-    job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]["args"][1] = str(workers)
+    launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
+    launcher["args"] = ["--mca", "rmaps", "seq", "-n", str(workers), "/home/mpiuser/pi"]
     job["spec"].update(spec)
     return yaml.safe_dump(job)
 
