@@ -54,18 +54,25 @@ def _open_mpi_env(job: Job, slots: str) -> list[dict[str, str]]:
         {"name": "PRTE_MCA_plm_ssh_args", "value": _SSH_CONNECT_ARGS},
         {"name": "PRTE_MCA_prte_set_default_slots", "value": slots},
     ]
-    if ordering.requested(job.metadata.annotations):
-        # Ours: an ordered hostfile is followed only by the sequential mapper (a line per slot). Defaults
-        # both versions read, so mpirun needs no flag; a mapping the user passes still wins.
-        env += [
-            {"name": "OMPI_MCA_rmaps_base_mapping_policy", "value": "seq"},
-            {"name": "PRTE_MCA_rmaps_default_mapping_policy", "value": "seq"},
-        ]
     if job.run_launcher_as_worker:
         # PRRTE resolves no host names by default, so it would not know the launcher's own FQDN in the
         # hostfile as itself and ssh into it; Open MPI 4 did resolve.
         env.append({"name": "PRTE_MCA_prte_do_not_resolve", "value": "false"})
     return env
+
+
+def hostfile_order_env(job: Job) -> list[dict[str, str]]:
+    """Ours: an ordered Open MPI hostfile (a line per slot) is followed only by the sequential mapper.
+    Defaults both versions read and the other ignores, so ``mpirun`` needs no flag; a mapping the user
+    passes still wins. Only with the hook's hostfile: Trainer's ``host slots=N`` would break under it."""
+    if job.mpi_implementation != MPIImplementation.OPENMPI or not ordering.requested(
+        job.metadata.annotations
+    ):
+        return []
+    return [
+        {"name": "OMPI_MCA_rmaps_base_mapping_policy", "value": "seq"},
+        {"name": "PRTE_MCA_rmaps_default_mapping_policy", "value": "seq"},
+    ]
 
 
 def config_volume(job: str) -> dict[str, Any]:
@@ -93,7 +100,7 @@ def build_launcher_template(job: Job, replica: Replica) -> dict[str, Any]:
     spec = pods.dns_policy_for_host_network(spec)
     spec = pods.decorate_first_container(
         spec,
-        env=launcher_env(job),
+        env=launcher_env(job) + hostfile_order_env(job),
         mounts=[
             {"name": names.SSH_AUTH_VOLUME, "mountPath": mount_path},
             {"name": names.CONFIG_VOLUME, "mountPath": names.CONFIG_MOUNT_PATH},

@@ -1,8 +1,8 @@
-"""What ``mpijob render``, ``lint`` and ``convert`` do and print: YAML to stdout, the rest to stderr.
+"""What ``mpijob lint`` and ``convert`` do and print (``render``: ``app.cli.render``), and what the three
+share: the MPIJobs of a file, errors on stderr. YAML goes to stdout, the rest to stderr.
 
-``render`` runs the hook's own ``sync`` on a first-sync request built from the file, so what it prints is what
-the hook would ask Metacontroller to create. ``lint`` prints ``app.api.lint`` findings with file and line;
-``convert`` prints ``app.convert.mpijob`` results and their notes.
+``lint`` prints ``app.api.lint`` findings with file and line; ``convert`` prints ``app.convert.mpijob``
+results and their notes.
 """
 
 from __future__ import annotations
@@ -10,18 +10,12 @@ from __future__ import annotations
 import argparse
 import json
 import os
-import shlex
 import sys
-import uuid
 from collections.abc import Iterable, Iterator
-from datetime import UTC, datetime
 from typing import TYPE_CHECKING, Any, NamedTuple
 
-import orjson
-import yaml
-
 from app.api.lint import RULES, SEVERITIES, Finding, Severity, lint_manifest
-from app.api.types import API_VERSION, KIND, OLD_API_VERSIONS
+from app.api.types import KIND
 from app.cli.exits import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
 from app.cli.yamlio import (
     Document,
@@ -32,23 +26,26 @@ from app.cli.yamlio import (
     read_text,
     source_name,
 )
-from app.kube.pod_phase import PodPhase
 
 if TYPE_CHECKING:
     from app.cli.runtimes import Runtimes
 
-REDACTED = "<redacted>"
 
-
-def _error(message: str) -> None:
+def error(message: str) -> None:
     print(f"mpijob: {message}", file=sys.stderr)
 
 
-def _documents(path: str) -> list[Document]:
+def job_name(job: dict[str, Any]) -> str:
+    metadata = job.get("metadata")
+    name = metadata.get("name") if isinstance(metadata, dict) else None
+    return str(name or "<no name>")
+
+
+def documents(path: str) -> list[Document]:
     return load_documents(read_text(path), source_name(path))
 
 
-def _mpijobs(documents: Iterable[Document], source: str, verb: str) -> list[Document]:
+def mpijobs(documents: Iterable[Document], source: str, verb: str) -> list[Document]:
     return list(_each_mpijob(documents, source, verb))
 
 
@@ -62,158 +59,9 @@ def _each_mpijob(documents: Iterable[Document], source: str, verb: str) -> Itera
             yield doc
         else:
             kind = data.get("kind", "object without kind") if isinstance(data, dict) else type(data).__name__
-            _error(f"{source}: document {doc.index + 1} ({kind}) is not an MPIJob: not {verb}")
+            error(f"{source}: document {doc.index + 1} ({kind}) is not an MPIJob: not {verb}")
     if not found:
         raise InputError(f"{source}: no MPIJob in it")
-
-
-# --- render ----------------------------------------------------------------------------------------------
-
-
-def render(args: argparse.Namespace) -> int:
-    from app.settings import SettingsError
-
-    try:
-        settings = _render_settings(args)
-        jobs = _mpijobs(_documents(args.file), source_name(args.file), "rendered")
-    except (InputError, SettingsError) as err:
-        _error(str(err))
-        return EXIT_UNUSABLE
-    for doc in jobs:
-        version = doc.data.get("apiVersion")
-        if version != API_VERSION:
-            advice = f"no MPI operator served it; write apiVersion: {API_VERSION}"
-            if version in OLD_API_VERSIONS:
-                advice = f"run `mpijob convert {shlex.quote(args.file)} > new.yaml` first"
-            _error(f"{doc.source}: MPIJob {_name(doc.data)} is {version!s:.40}, not {API_VERSION}: {advice}")
-            return EXIT_UNUSABLE
-    chunks, invalid = [], False
-    for doc in jobs:
-        text, ok = _render_job(doc, settings, args)
-        chunks.append(text)
-        invalid = invalid or not ok
-    sys.stdout.write("".join(chunks))
-    return EXIT_FINDINGS if invalid else EXIT_OK
-
-
-def _render_settings(args: argparse.Namespace) -> Any:
-    from pydantic import ValidationError
-
-    from app.settings import Settings, SettingsError, load_settings
-
-    overrides = {
-        k: getattr(args, k) for k in ("cluster_domain", "gang_scheduling") if getattr(args, k) is not None
-    }
-    if not overrides:
-        return load_settings()
-    try:
-        return Settings(**overrides)
-    except ValidationError as err:
-        problems = "; ".join(f"--{str(e['loc'][0]).replace('_', '-')}: {e['msg']}" for e in err.errors())
-        raise SettingsError(problems) from None
-
-
-def _name(job: dict[str, Any]) -> str:
-    metadata = job.get("metadata")
-    name = metadata.get("name") if isinstance(metadata, dict) else None
-    return str(name or "<no name>")
-
-
-def _controller(gang_scheduling: str) -> dict[str, Any]:
-    """A CompositeController as the matching overlay declares it: with gang scheduling, its PodGroup child
-    (and the Workload, for the Workload API)."""
-    from app.kube.gang import gang_scheduler
-
-    scheduler = gang_scheduler(gang_scheduling)
-    if scheduler is None:
-        return {}
-    declared = [{"apiVersion": scheduler.api_version, "resource": r} for r in scheduler.resources]
-    return {"spec": {"childResources": declared}}
-
-
-def _sync(job: dict[str, Any], settings: Any, children: dict[str, dict[str, Any]]) -> Any:
-    from app.core.sync import sync
-    from app.kube.request import decode_request
-
-    controller = _controller(settings.gang_scheduling)
-    body = orjson.dumps({"controller": controller, "parent": job, "children": children, "related": {}})
-    return sync(
-        decode_request(body), now=datetime.now(UTC), keys=settings.key_source(), config=settings.sync_config
-    )
-
-
-def _first_sync(job: dict[str, Any], settings: Any, namespace: str | None) -> Any:
-    """The hook's answer to Metacontroller's first request about this job (no children exist yet)."""
-    job = dict(job)
-    metadata = dict(job["metadata"]) if isinstance(job.get("metadata"), dict) else {}
-    metadata["namespace"] = metadata.get("namespace") or namespace or "default"
-    metadata.setdefault("uid", str(uuid.uuid4()))
-    metadata.setdefault("generation", 1)
-    job["metadata"] = metadata
-    first = _sync(job, settings, {})
-    return first, job
-
-
-def _once_workers_ready(job: dict[str, Any], first: Any, settings: Any) -> Any:
-    """The sync after the first one's children exist and every worker Pod is Ready: what a
-    ``WaitForWorkersReady`` job has once its launcher is created."""
-    children: dict[str, dict[str, Any]] = {}
-    for child in first.children:
-        child = dict(child)
-        if child.get("kind") == "Pod":
-            child["status"] = {
-                "phase": PodPhase.RUNNING.value,
-                "conditions": [{"type": "Ready", "status": "True"}],
-            }
-        metadata = child.get("metadata") or {}
-        key = f"{child.get('kind')}.{child.get('apiVersion')}"
-        children.setdefault(key, {})[f"{metadata.get('namespace')}/{metadata.get('name')}"] = child
-    return _sync({**job, "status": first.status}, settings, children)
-
-
-def _launcher_waits(result: Any) -> bool:
-    """Workers but no launcher Job: a valid ``WaitForWorkersReady`` job before its workers are Ready (a
-    suspended job has neither, an ``AtStartup`` one both)."""
-    kinds = {child.get("kind") for child in result.children}
-    return "Pod" in kinds and "Job" not in kinds
-
-
-def _render_job(doc: Document, settings: Any, args: argparse.Namespace) -> tuple[str, bool]:
-    from app.kube.request import RequestError
-
-    try:
-        result, job = _first_sync(doc.data, settings, args.namespace)
-        if _launcher_waits(result) and args.workers_ready:
-            result = _once_workers_ready(job, result, settings)
-    except RequestError as err:
-        _error(f"{doc.source}: MPIJob {_name(doc.data)}: {err}")
-        return "", False
-    from app.core.sync import Outcome
-
-    if _launcher_waits(result):
-        _error(
-            f"{doc.source}: MPIJob {_name(doc.data)}: no launcher Job yet: launcherCreationPolicy"
-            " WaitForWorkersReady creates it once every worker Pod is Ready; --workers-ready renders it"
-        )
-    conditions = result.status.get("conditions") or []
-    invalid = result.outcome == Outcome.INVALID
-    if invalid:
-        message = next((c.get("message") for c in conditions if c.get("type") == "Invalid"), "")
-        _error(f"{doc.source}: MPIJob {_name(doc.data)} is invalid, nothing would be created: {message}")
-    summary = ", ".join(f"{c['type']}={c['status']}" for c in conditions)
-    text = f"# MPIJob {result.namespace}/{result.name}: {summary}\n"
-    if args.status:
-        status = yaml.safe_dump({"status": result.status}, sort_keys=False)
-        text += "".join(f"# {line}\n" for line in status.splitlines())
-    text += dump_all([redact(child) for child in result.children])
-    return text, not invalid
-
-
-def redact(child: dict[str, Any]) -> dict[str, Any]:
-    """A preview must not print a private key."""
-    if child.get("kind") == "Secret":
-        return {**child, "data": dict.fromkeys(child.get("data") or {}, REDACTED)}
-    return child
 
 
 # --- lint ------------------------------------------------------------------------------------------------
@@ -227,7 +75,7 @@ def lint(args: argparse.Namespace) -> int:
             print(f"{rule:26} {SEVERITIES[rule].value:8} {description}")
         return EXIT_OK
     if not args.files:
-        _error("lint: give at least one FILE (- for standard input)")
+        error("lint: give at least one FILE (- for standard input)")
         return EXIT_UNUSABLE
     results: list[_Located] = []
     jobs, unusable = 0, False
@@ -237,10 +85,10 @@ def lint(args: argparse.Namespace) -> int:
             # One document at a time: only the findings are kept, not thousands of jobs' node trees.
             for doc in _each_mpijob(iter_documents(read_text(path), source), source, "linted"):
                 jobs += 1
-                name = _name(doc.data)
+                name = job_name(doc.data)
                 results += [_Located(source, doc.line_of(f.path), name, f) for f in lint_manifest(doc.data)]
         except InputError as err:
-            _error(str(err))
+            error(str(err))
             unusable = True
     if unusable:  # only the errors: a summary of the other files would read as a verdict on this one
         return EXIT_UNUSABLE
@@ -291,15 +139,15 @@ def convert(args: argparse.Namespace) -> int:
 
     trainjob_only = (args.runtime, args.gang_scheduling, args.namespace, args.kubeconfig, args.context)
     if any(trainjob_only) and args.to != "trainjob":
-        _error("--runtime, --gang-scheduling, -n, --kubeconfig and --context go with --to trainjob")
+        error("--runtime, --gang-scheduling, -n, --kubeconfig and --context go with --to trainjob")
         return EXIT_UNUSABLE
     runtimes = Runtimes()
     try:
         runtimes = Runtimes.from_args(args)
-        jobs = _mpijobs(_documents(args.file), source_name(args.file), "converted")
+        jobs = mpijobs(documents(args.file), source_name(args.file), "converted")
         out = _converted(jobs, runtimes, args)
     except InputError as err:
-        _error(str(err))
+        error(str(err))
         return EXIT_UNUSABLE
     finally:
         runtimes.close()
@@ -325,9 +173,9 @@ def _converted(
             else:
                 result = to_v2beta1(doc.data)
         except ConvertError as err:
-            _error(f"{doc.source}: document {doc.index + 1}: {err}")
+            error(f"{doc.source}: document {doc.index + 1}: {err}")
             return None
         for note in result.notes:
-            print(f"mpijob convert: {_name(doc.data)}: {note}", file=sys.stderr)
+            print(f"mpijob convert: {job_name(doc.data)}: {note}", file=sys.stderr)
         out += [*result.prerequisites, result.obj]
     return out

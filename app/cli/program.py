@@ -151,6 +151,12 @@ def _add_render(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         help="render as the job will be once every worker is Ready (with a WaitForWorkersReady launcher)",
     )
     render.add_argument(
+        "--nodes",
+        metavar="FILE",
+        help="render as if the job's Pods were bound as in FILE (what `kubectl get nodes,pods -o yaml`"
+        " prints): the hostfile of a job that asks for topology order, ordered by those nodes' labels",
+    )
+    render.add_argument(
         "-n",
         "--namespace",
         type=arguments.namespace_name,
@@ -247,10 +253,10 @@ def main(argv: list[str] | None = None) -> int:
 def _dispatch(args: argparse.Namespace) -> int:
     if args.command == "serve":
         return _serve(args.host, args.port, args.workers)
-    from app.cli import commands
+    from app.cli import commands, render
 
     handlers: dict[str, Callable[[argparse.Namespace], int]] = {
-        "render": commands.render,
+        "render": render.run,
         "lint": commands.lint,
         "convert": commands.convert,
         "replay": replay.run,

@@ -6,8 +6,8 @@ user must know before the job runs on Trainer, not a list of everything that is 
 
 from __future__ import annotations
 
-from app.api import ordering
 from app.api.defaults import DEFAULT_SSH_AUTH_MOUNT_PATH, Job, gang_size
+from app.api.ordering import ORDER_ANNOTATION, requested
 from app.api.types import CleanPodPolicy, LauncherCreationPolicy, ReplicaType, RestartPolicy
 from app.children import pods
 from app.children.podgroup import gang_job, priority_class_name
@@ -44,6 +44,16 @@ def derived_notes(job: Job, gang: GangScheduler | None) -> list[str]:
             " wait (launcherCreationPolicy WaitForWorkersReady makes the launcher depend on Ready nodes)"
         )
     return notes
+
+
+def order_notes(job: Job) -> list[str]:
+    """A hostfile in topology order is the hook's (``app.api.ordering``): Trainer lists hosts by index."""
+    if not requested(job.metadata.annotations):
+        return []
+    return [
+        f"metadata.annotations[{ORDER_ANNOTATION}] topology: the hook's; Trainer writes the hostfile in"
+        " index order, not sorted by the nodes' labels"
+    ]
 
 
 def clean_pod_policy_notes(job: Job) -> list[str]:
@@ -90,16 +100,6 @@ def workload_api_notes(job: Job) -> list[str]:
         "gang scheduling with the Workload API (--gang-scheduling kubernetes): not carried: Trainer v2.3's"
         f" podGroupPolicy has no Workload policy, only Volcano and the coscheduler{where}; the runtime"
         " schedules its Pods one by one"
-    ]
-
-
-def hostfile_order_notes(job: Job) -> list[str]:
-    """The hook's ordered hostfile has no counterpart in Trainer v2.3."""
-    if not ordering.requested(job.metadata.annotations):
-        return []
-    return [
-        f"metadata.annotations[{ordering.ORDER_ANNOTATION}] topology: not carried: Trainer v2.3 writes the"
-        " hostfile in index order; the annotations stay on the TrainJob, where nothing reads them"
     ]
 
 

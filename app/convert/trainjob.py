@@ -24,7 +24,7 @@ from app.convert import trainer
 from app.convert.conversion import Conversion, ConvertError
 from app.convert.mpijob import to_v2beta1
 from app.convert.trainer_failures import map_failure_policy
-from app.convert.trainer_notes import derived_notes, hostfile_order_notes, workload_api_notes
+from app.convert.trainer_notes import derived_notes, order_notes, workload_api_notes
 from app.convert.trainer_patches import RuntimeFit, fit_runtime
 from app.convert.trainer_runtime import derived_runtime
 from app.kube.gang import GangScheduler, gang_scheduler
@@ -47,8 +47,7 @@ def to_trainjob(doc: dict[str, Any], target: Target | None = None) -> Conversion
     # Trainer v2.3's podGroupPolicy knows Volcano and the coscheduler only: the Workload API is not carried.
     gang = None if configured is not None and configured.kubernetes else configured
     refuse_what_trainer_cannot_run(job, gang)
-    notes = list(base.notes) + (workload_api_notes(job) if gang is not configured else [])
-    notes += hostfile_order_notes(job)
+    notes = list(base.notes) + (workload_api_notes(job) if gang is not configured else []) + order_notes(job)
     if target.runtime is None:
         failures = map_failure_policy(job)
         runtime = derived_runtime(job, gang, failures)

@@ -42,6 +42,7 @@ class Rule(StrEnum):
     FAILURE_POLICY_UNSEEN = "failure-policy-unseen"
     FAILURE_RULE_UNREACHABLE = "failure-rule-unreachable"
     MIN_AVAILABLE_ABOVE_PODS = "min-available-above-pods"
+    HOSTFILE_ORDER_NOT_FOLLOWED = "hostfile-order-not-followed"
 
 
 RULES: dict[str, str] = {
@@ -83,6 +84,9 @@ RULES: dict[str, str] = {
     ),
     Rule.MIN_AVAILABLE_ABOVE_PODS: (
         "schedulingPolicy.minAvailable above the job's Pods (workers + launcher): the gang never starts"
+    ),
+    Rule.HOSTFILE_ORDER_NOT_FOLLOWED: (
+        "an Open MPI job in topology order whose mpirun does not use the sequential mapper"
     ),
 }
 

@@ -16,6 +16,8 @@ from typing import Any
 LAUNCHERS = {"mpirun", "mpiexec", "mpiexec.hydra", "mpirun.openmpi", "mpiexec.openmpi", "horovodrun"}
 SHELLS = {"sh", "bash", "dash", "zsh", "ash"}
 PROCESS_FLAGS = {"-np", "-n", "--np", "--n", "-c"}
+# Where one command of a shell script ends.
+_SEPARATORS = frozenset({";", "&&", "||", "|", "&"})
 
 
 @dataclass(frozen=True, slots=True)
@@ -64,16 +66,34 @@ def _split(script: str) -> list[str]:
 
 def find_launch(container: Mapping[str, Any]) -> Launch | None:
     """The MPI launcher this container runs, directly or through a shell; None if none."""
+    found = _launcher(container)
+    return _launch(*found) if found is not None else None
+
+
+def launch_line(container: Mapping[str, Any]) -> tuple[list[str], list[str]] | None:
+    """The MPI launcher's command line (from the program to the first ``;``, ``&&``, ``|``...) and the
+    words before it (a shell's ``VAR=value`` and ``export`` lines); None if the container runs none."""
+    found = _launcher(container)
+    if found is None:
+        return None
+    _, words, start, _ = found
+    end = next((i for i in range(start + 1, len(words)) if words[i] in _SEPARATORS), len(words))
+    return words[start:end], words[:start]
+
+
+def _launcher(container: Mapping[str, Any]) -> tuple[str, list[str], int, int] | None:
+    """(program, every word, the program's index, how many words came from ``command``)."""
     words, from_command = _words(container)
     script = _shell_script(words)
     if script is not None:
         # Everything sits in the script: point at the field that holds it.
-        from_command = len(words) + 1 if from_command > words.index(script) else -1
+        in_command = from_command > words.index(script)
         words = _split(script)
+        from_command = len(words) + 1 if in_command else -1
     for index, word in enumerate(words):
         program = program_name(word)
         if program in LAUNCHERS:
-            return _launch(program, words, index, from_command)
+            return program, words, index, from_command
     return None
 
 
@@ -87,7 +107,7 @@ def _launch(program: str, words: list[str], start: int, from_command: int) -> La
     rest = words[start + 1 :]
     oversubscribe = any(w in ("--oversubscribe", "-oversubscribe") for w in rest)
     for offset, word in enumerate(rest):
-        if word in {";", "&&", "||", "|", "&"}:
+        if word in _SEPARATORS:
             break
         name, _, inline = word.partition("=")
         if name in PROCESS_FLAGS and (program != "horovodrun" or name == "-np"):

@@ -16,6 +16,7 @@ from app.api.lint import (
     gang_rules,
     gpu_rules,
     metadata_rules,
+    order_rules,
     reading,
     ssh_rules,
 )
@@ -109,4 +110,5 @@ _CHECKS: tuple[Callable[[Job], Iterator[Finding]], ...] = (
     failure_rules.failure_policy_unseen,
     failure_rules.failure_rule_unreachable,
     gang_rules.min_available_above_pods,
+    order_rules.hostfile_order_not_followed,
 )

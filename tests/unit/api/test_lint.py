@@ -17,6 +17,7 @@ import yaml
 
 from app.api import child_names
 from app.api.lint import IGNORE_ANNOTATION, RULES, SEVERITIES, Rule, Severity, lint, lint_manifest
+from app.api.ordering import ORDER_ANNOTATION
 from app.api.types import MPIJob
 from tests.packaging import test_crd
 from tests.packaging.test_crd import CRD_FILE, INVALID, VALID, pi
@@ -177,6 +178,13 @@ CASES: dict[str, tuple[Callable[[], Job], Callable[[], Job]]] = {
                 {"rules": [FAIL_ON_42, {"action": "FailJob", "replicaTypes": [LAUNCHER_]}]},
             )
         ),
+    ),
+    Rule.HOSTFILE_ORDER_NOT_FOLLOWED: (
+        edit(
+            ("metadata.annotations", {ORDER_ANNOTATION: "topology"}),
+            (f"{LC}.command", ["mpirun", "--map-by", "slot", "-n", "2", "/home/mpiuser/pi"]),
+        ),
+        edit(("metadata.annotations", {ORDER_ANNOTATION: "topology"})),
     ),
     # pi(): a launcher and 2 workers, 3 Pods.
     Rule.MIN_AVAILABLE_ABOVE_PODS: (

@@ -17,6 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
+from app.api.ordering import requested
 from tests.support.golden_cases import response_path
 from tests.support.kube_schema import schema_errors
 from tests.support.paths import ROOT
@@ -189,7 +190,9 @@ def test_render_output_is_only_valid_kubernetes_objects(example: Path) -> None:
     """What `kubectl apply --dry-run=client -f -` would check: every document a known, schema-valid object."""
     children = objects(mpijob("render", str(example)))
     assert children and all(schema_errors(child) == [] for child in children)
-    waits = "WaitForWorkersReady" in example.read_text()  # no launcher Job before the workers are Ready
+    job = yaml.safe_load(example.read_text())
+    # No launcher Job before the workers are Ready, or before an ordered hostfile is final (its Pods bound).
+    waits = "WaitForWorkersReady" in example.read_text() or requested(job["metadata"].get("annotations", {}))
     assert {c["kind"] for c in children} == {
         "Service",
         "ConfigMap",

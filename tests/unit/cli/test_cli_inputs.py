@@ -33,6 +33,7 @@ HOSTILE = {
 READERS = {
     "lint": (["lint", "{}"], "mpijob: "),
     "render": (["render", "{}"], "mpijob: "),
+    "render --nodes": (["render", str(PI), "--nodes", "{}"], "mpijob: "),
     "convert": (["convert", "{}"], "mpijob: "),
     "convert --runtime": (["convert", "--to", "trainjob", "--runtime", "{}", str(PI)], "mpijob: "),
     "doctor --kubeconfig": (["doctor", "pi", "--kubeconfig", "{}"], "mpijob doctor: "),

@@ -21,6 +21,7 @@ import pytest
 import yaml
 
 from app.api.defaults import with_defaults
+from app.api.ordering import ORDER_ANNOTATION
 from app.api.types import MPIJob, ReplicaType
 from app.convert.mpijob import Conversion, ConvertError, to_v2beta1
 from app.convert.trainjob import Target, to_trainjob
@@ -68,6 +69,8 @@ def hook_children(case: Variant) -> dict[str, Any]:
     """The hook's children for the (v2beta1, resumed) job: launcher template, workers, hostfile, PodGroup."""
     parent = to_v2beta1(case.job()).obj
     parent["metadata"].update(namespace="default", uid=JOB_UID)
+    # Trainer has no topology order (a note says so): compared with the hook's index order.
+    parent["metadata"].get("annotations", {}).pop(ORDER_ANNOTATION, None)
     parent["spec"].setdefault("runPolicy", {})["suspend"] = False
     kind = GANG_KIND.get(case.gang)
     settings = Settings(gang_scheduling=case.gang)
@@ -358,6 +361,10 @@ def test_notes_say_what_is_not_carried() -> None:
     assert any("cleanPodPolicy All" in n for n in by_name["clean-all"])
     assert any("ssh refuses as root" in n for n in by_name["root-gpus"])
     assert any("named 'node'" in n for n in by_name["pi"])
+    assert any(
+        n.startswith(f"metadata.annotations[{ORDER_ANNOTATION}] topology") for n in by_name["pi-topology"]
+    )
+    assert not any(ORDER_ANNOTATION in n for n in by_name["pi"])
     assert any("restart is JobSet's" in n for n in by_name["failure-policy"])
     runtime_notes = by_name["on-deepspeed-runtime"]
     assert any(n.startswith("spec.launcherCreationPolicy: not carried") for n in runtime_notes)
@@ -444,14 +451,3 @@ def test_the_workload_api_is_not_carried_and_says_so() -> None:
     assert "Trainer v2.3's podGroupPolicy has no Workload policy" in note and "'rack'" in note
     with pytest.raises(ConvertError, match="goes without --runtime"):
         to_trainjob(job, Target(shipped_runtime("deepspeed_distributed.yaml"), "kubernetes"))
-
-
-def test_an_ordered_hostfile_is_not_carried_and_says_so() -> None:
-    """Trainer v2.3 writes its hostfile in index order: the annotation survives on the TrainJob, unread."""
-    job = load(PI)
-    plain = to_trainjob(copy.deepcopy(job)).notes
-    job["metadata"]["annotations"] = {"mpi-operator-hook/hostfile-order": "topology"}
-    converted = to_trainjob(job)
-    (note,) = [n for n in converted.notes if "hostfile-order" in n]
-    assert "Trainer v2.3 writes the hostfile in index order" in note
-    assert len(converted.notes) == len(plain) + 1

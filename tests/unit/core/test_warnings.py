@@ -22,7 +22,8 @@ from app.core.notices import notices
 from app.core.policies.gang_scheduling import Gang
 from app.core.reasons import REASON_LINT
 from app.core.status import WireCondition, write_conditions
-from tests.support.builders import mpijob
+from tests.support.builders import JOB_UID, mpijob, sync_request
+from tests.support.golden_cases import run
 from tests.support.paths import GOLDEN
 from tests.unit.api.test_lint import CASES
 
@@ -125,3 +126,16 @@ def test_a_lint_failure_is_reported_not_raised(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(lint_warning, "lint", broken)
     job = mpijob("pi").build()
     assert message_for(job) == ("mpijob lint could not check this job (KeyError); please report it")
+
+
+def test_an_ordered_open_mpi_job_with_a_mapping_of_its_own_is_warned_in_status() -> None:
+    """The hook's own sync reports ``hostfile-order-not-followed`` in the Warning, as ``mpijob lint`` does."""
+    tripped = CASES["hostfile-order-not-followed"][0]()
+    message = message_for(tripped)
+    assert message is not None and message.startswith(
+        "mpijob lint: 1 finding: [hostfile-order-not-followed] "
+    )
+    tripped["metadata"].update(namespace="default", uid=JOB_UID, generation=1)
+    [warning] = [c for c in run(sync_request(tripped))["status"]["conditions"] if c["type"] == WARNING]
+    assert warning["message"] == message
+    assert message_for(CASES["hostfile-order-not-followed"][1]()) is None
