@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -32,6 +32,7 @@ from tests.node import gang, kubeletless, repeats, runs, watches, workloads
 from tests.node.conftest import RealNode
 from tests.node.hookpods import hook_metric, hook_pods
 from tests.node.metacontroller import rollout
+from tests.node.node import NODE_NAME
 
 BLOCK = "example.com/block"
 RACK = "example.com/rack"
@@ -243,9 +244,8 @@ OPEN_MPI_4_SEQ = ["--mca", "rmaps", "seq"]  # examples/pi's image is bookworm's 
 @dataclass(frozen=True)
 class Started:
     variant: str
-    job_created: float  # seconds from apply to the launcher Job
-    mpirun: float  # to the launcher's main container started (after wait-for-workers)
-    succeeded: float
+    marks: dict[str, float]  # seconds from apply to: job (the launcher Job), final (the final hostfile
+    # stored), mpirun (the launcher's main container started, after wait-for-workers), succeeded
     waited: str  # what wait-for-workers said
     hostfile: str  # the ConfigMap's when mpirun started
     finished_header: str  # its first line once the job is done and its workers gone
@@ -262,12 +262,16 @@ def _pi(name: str, ordered: bool, launcher_as_worker: bool) -> dict[str, Any]:
     return job
 
 
-def _main_started(pod: dict[str, Any]) -> bool:
-    statuses = pod.get("status", {}).get("containerStatuses") or []
-    return any(s["name"] == "mpi-launcher" and {"running", "terminated"} & set(s["state"]) for s in statuses)
+def _container_started(pod: dict[str, Any], name: str, kind: str = "containerStatuses") -> bool:
+    statuses = pod.get("status", {}).get(kind) or []
+    return any(s["name"] == name and {"running", "terminated"} & set(s["state"]) for s in statuses)
 
 
-def _timed(kube: Kube, ns: str, variant: str, job: dict[str, Any]) -> Started:
+def _timed(
+    kube: Kube, ns: str, variant: str, job: dict[str, Any], release: Callable[[], None] | None = None
+) -> Started:
+    """Apply ``job`` and poll it to Succeeded, marking when each step was first seen; ``release`` is
+    called once the launcher's ``wait-for-workers`` runs."""
     name = job["metadata"]["name"]
     marks: dict[str, float] = {}
     hostfile = ""
@@ -275,15 +279,24 @@ def _timed(kube: Kube, ns: str, variant: str, job: dict[str, Any]) -> Started:
     runs.apply(kube, ns, job)
     while "succeeded" not in marks:
         now = time.monotonic() - began
-        status = jobs.get(kube, ns, name).get("status")
+        status = jobs.get(kube, ns, name).get("status") or {}
         assert now < runs.RUN_SECONDS, f"{name}: {marks} after {now:.0f} s: {status}"
+        launchers = jobs.launcher_pods(kube, ns, name)
         if "job" not in marks and kube.get("jobs", ns, f"{name}-launcher"):
             marks["job"] = now
-        if "mpirun" not in marks and any(_main_started(p) for p in jobs.launcher_pods(kube, ns, name)):
+        if "final" not in marks and (kube.get("configmaps", ns, f"{name}-config") or {}).get("data", {}).get(
+            "hostfile", ""
+        ).startswith(FINAL):
+            marks["final"] = now
+        waiting = any(_container_started(p, "wait-for-workers", "initContainerStatuses") for p in launchers)
+        if release is not None and waiting and "released" not in marks:
+            release()
+            marks["released"] = now
+        if "mpirun" not in marks and any(_container_started(p, "mpi-launcher") for p in launchers):
             marks["mpirun"] = now
             hostfile = jobs.config(kube, ns, name)["hostfile"]
-        conditions = jobs.condition_status(jobs.get(kube, ns, name))
-        assert conditions.get("Failed") != "True", jobs.get(kube, ns, name)["status"]
+        conditions = {c["type"]: c["status"] for c in status.get("conditions") or []}
+        assert conditions.get("Failed") != "True", status
         if conditions.get("Succeeded") == "True":
             marks["succeeded"] = now
         time.sleep(0.25)
@@ -291,7 +304,7 @@ def _timed(kube: Kube, ns: str, variant: str, job: dict[str, Any]) -> Started:
     waited = " | ".join(line.removeprefix("wait-for-workers: ") for line in log.splitlines())
     wait_for(lambda: not jobs.worker_pods(kube, ns, name), 60, f"the workers of {name} deleted")
     finished = jobs.config(kube, ns, name)["hostfile"].splitlines()[0]
-    return Started(variant, marks["job"], marks["mpirun"], marks["succeeded"], waited, hostfile, finished)
+    return Started(variant, marks, waited, hostfile, finished)
 
 
 def _assert_ranks_follow(kube: Kube, ns: str, name: str, hostfile: str, launcher_as_worker: bool) -> None:
@@ -325,14 +338,40 @@ def test_what_the_order_adds_to_the_pi_jobs_start(
             else:
                 runs.assert_ran_on_hostfile(kube, ns, name, 3 if launcher_as_worker else 2)
             repeats.delete(kube, ns, name)
+    done.append(_late_workers(kube, ns))
     lines = [
-        f"{s.variant:12} Job {s.job_created:5.1f} s  mpirun {s.mpirun:5.1f} s  Succeeded {s.succeeded:5.1f} s"
-        f"  wait-for-workers: {s.waited}\n{'':12} once done: {s.finished_header}"
+        f"{s.variant:17} "
+        + "  ".join(f"{k} {v:5.1f}" for k, v in s.marks.items())
+        + f"\n{'':17} wait-for-workers: {s.waited}\n{'':17} once done: {s.finished_header}"
         for s in done
     ]
-    print("apply -> (seconds)\n" + "\n".join(lines))
+    print("seconds from apply\n" + "\n".join(lines))
     record_property(
         "e2e_summary",
         "ordered start, apply -> mpirun / Succeeded: "
-        + ", ".join(f"{s.variant} {s.mpirun:.1f}/{s.succeeded:.1f} s" for s in done),
+        + ", ".join(f"{s.variant} {s.marks['mpirun']:.1f}/{s.marks['succeeded']:.1f} s" for s in done),
     )
+
+
+LATE = "mpi-hook-test/order-late"
+
+
+def _late_workers(kube: Kube, ns: str) -> Started:
+    """Ordered with ``runLauncherAsWorker``, the workers placeable only once the node gets a label, which it
+    gets once the launcher's wait runs: the launcher mounts a pending hostfile, and ``mpirun`` starts only
+    after the kubelet refreshed it with the final one (this node's kubelet: ``syncFrequency: 10s``)."""
+    name = "late"
+    job = _pi(name, True, True)
+    job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["nodeSelector"] = {LATE: "true"}
+    label = lambda value: kube.patch("nodes", None, NODE_NAME, {"metadata": {"labels": {LATE: value}}})  # noqa: E731
+    try:
+        started = _timed(kube, ns, "ordered-law-late", job, lambda: label("true"))
+    finally:
+        label(None)
+    marks = started.marks
+    assert marks["released"] < marks["final"] < marks["mpirun"], marks
+    _assert_ranks_follow(kube, ns, name, started.hostfile, launcher_as_worker=True)
+    pod = jobs.launcher_pods(kube, ns, name)[0]["metadata"]["name"]
+    assert f"; launcher Pod {pod} (" in started.waited, started.waited
+    repeats.delete(kube, ns, name)
+    return started
