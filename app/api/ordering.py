@@ -20,7 +20,7 @@ LABELS_ANNOTATION = "mpi-operator-hook/hostfile-order-labels"
 # More levels than any network has (zone, block, sub-block, rack, host): a bound on each sync's work.
 MAX_LABELS = 8
 # The ConfigMap's ``hostfile-order`` table stops at this many bytes, so a ConfigMap of thousands of hosts
-# keeps room for its hostfile (``mpijob render --nodes`` shows every line); and the hostfile's first line is
+# keeps room for its hostfile (which always lists every host, in order); and the hostfile's first line is
 # at most this long (the labels' keys at most 317 bytes each, a launcher Pod's name 253).
 MAX_TABLE_BYTES = 16 * 1024
 MAX_HEADER_BYTES = 128 + MAX_LABELS * 319 + 253
