@@ -84,9 +84,12 @@ def host_order(job: Job, observed: Observed, labels: tuple[str, ...]) -> HostOrd
 
 
 def current_launcher_pod(pods: list[ObservedPod]) -> ObservedPod | None:
-    """The launcher Pod of this try: the newest one that has not ended (a retry replaces a failed one)."""
+    """The launcher Pod of this try: the newest that has not ended (a retry replaces a failed one), else the
+    newest that has (the launcher is done: the order it ran on stays)."""
     live = [pod for pod in pods if pod.phase not in (PodPhase.SUCCEEDED, PodPhase.FAILED)]
-    return max(live, key=lambda pod: (pod.metadata.creationTimestamp or "", pod.metadata.name), default=None)
+    return max(
+        live or pods, key=lambda pod: (pod.metadata.creationTimestamp or "", pod.metadata.name), default=None
+    )
 
 
 def _place(

@@ -235,3 +235,17 @@ def test_a_finished_job_keeps_the_hostfile_it_ran_on() -> None:
     assert decision.kept == {"hostfile": "# the order it ran on\n", "hostfile-order": "# line host node\n"}
     running = hostfile_order.decide(job, seen, BY_LABELS, finished_before=False)
     assert running.kept is None and running.order is not None and not running.order.final
+
+
+def test_a_launcher_pod_that_ended_keeps_its_place_until_a_retry_replaces_it() -> None:
+    """The sync that sees the launcher succeed (before the finished status is stored) keeps the order it ran
+    on; a retry's new Pod takes over."""
+    job = defaulted(ordered(mpijob().launcher_as_worker()))
+    done = launcher_pod("Succeeded", suffix="a", node="n3", created="2026-05-04T09:00:00Z")
+    seen = observed(None, hosts_on("n4", "n1"), node_labels=NODES, launcher_pods=[done])
+    order = hostfile_order.decide(job, seen, BY_LABELS, finished_before=False).order
+    assert order is not None and order.final and order.launcher_pod == "pi-launcher-a"
+    retry = launcher_pod("Pending", suffix="b", created="2026-05-04T09:01:00Z")
+    seen = observed(None, hosts_on("n4", "n1"), node_labels=NODES, launcher_pods=[done, retry])
+    order = hostfile_order.decide(job, seen, BY_LABELS, finished_before=False).order
+    assert order is not None and not order.final
