@@ -7,6 +7,8 @@ from pathlib import Path
 
 import yaml
 
+from app.api.ordering import requested
+from app.children.host_order import PENDING
 from app.kube.names import GANG_TOPOLOGY_ANNOTATION
 from tests.e2e import jobs
 from tests.e2e.conftest import E2E
@@ -30,25 +32,31 @@ def test_examples_apply_unchanged_and_start(e2e: E2E, ns: str) -> None:
         for d in manifests
         if GANG_TOPOLOGY_ANNOTATION in d["metadata"].get("annotations", {})
     }
+    # A job in topology order gets its launcher once its workers are bound: never here, without a scheduler.
+    ordered = {d["metadata"]["name"] for d in manifests if requested(d["metadata"].get("annotations", {}))}
     want: dict[str, set[str]] = {kind: set() for kind in jobs.CHILD_KINDS}
     for name, spec in specs.items():
         job = jobs.wait_condition(kube, ns, name, "Created")
         expected = {"Created": "True"} | ({"GangSchedulingUnavailable": "True"} if name in topology else {})
         assert jobs.condition_status(job) == expected
-        at_startup = spec.get("launcherCreationPolicy", "AtStartup") == "AtStartup"
-        for kind, found in jobs.expected_children(
-            name, spec["mpiReplicaSpecs"]["Worker"]["replicas"], launcher=at_startup
-        ).items():
+        at_startup = spec.get("launcherCreationPolicy", "AtStartup") == "AtStartup" and name not in ordered
+        replicas = spec["mpiReplicaSpecs"]["Worker"]["replicas"]
+        for kind, found in jobs.expected_children(name, replicas, launcher=at_startup).items():
             want[kind] |= found
         if at_startup:  # the Job controller creates the launcher Pod at once
             want["pods"].add(jobs.wait_launcher_pod(kube, ns, name)["metadata"]["name"])
         hostfile = kube.get("configmaps", ns, f"{name}-config")["data"]["hostfile"]  # type: ignore[index]
-        fmt = HOST_FORMAT[spec.get("mpiImplementation", "OpenMPI")]
-        hosts = [
-            f"{name}-worker-{i}.{name}.{ns}.svc.cluster.local"
-            for i in range(spec["mpiReplicaSpecs"]["Worker"]["replicas"])
-        ]
-        assert hostfile == "".join(fmt.format(host=h, slots=spec["slotsPerWorker"]) + "\n" for h in hosts)
+        implementation = spec.get("mpiImplementation", "OpenMPI")
+        fmt = HOST_FORMAT[implementation]
+        header = ""
+        if name in ordered:
+            header = f"{PENDING}, 0 of {replicas} hosts bound to nodes\n"
+            if implementation == "OpenMPI":
+                fmt = "\n".join(["{host}"] * spec["slotsPerWorker"])
+        hosts = [f"{name}-worker-{i}.{name}.{ns}.svc.cluster.local" for i in range(replicas)]
+        assert hostfile == header + "".join(
+            fmt.format(host=h, slots=spec["slotsPerWorker"]) + "\n" for h in hosts
+        )
     jobs.wait_children(kube, ns, want)
 
     table = kube.kubectl("get", "mpijob", "-n", ns).stdout.splitlines()

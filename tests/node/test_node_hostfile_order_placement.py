@@ -206,9 +206,17 @@ def test_a_kubeletless_topology_orders_the_hostfile_once_and_for_good(
         before = set(hook_pods(kube))
         rollout(kube, *HOOK, restart=True)
         assert not before & set(hook_pods(kube)), "the hook's Pods were not replaced"
-        _poke(kube, ns, name, "3")
         synced = f'mpi_operator_job_info{{launcher="{name}-launcher",namespace="{ns}"}}'
-        wait_for(lambda: hook_metric(kube, synced) >= 1, 90, "a sync of the job by the new hook Pods")
+        pokes = iter(range(3, 1000))
+
+        def synced_by_new_pods() -> bool:
+            # Poked again each time: a sync answered by an old Pod still in the Service's endpoints (or one
+            # failed meanwhile) leaves nothing to sync afterwards.
+            _poke(kube, ns, name, str(next(pokes)))
+            time.sleep(2)
+            return hook_metric(kube, synced) >= 1
+
+        wait_for(synced_by_new_pods, 120, "a sync of the job by the new hook Pods")
         time.sleep(3)
         after = kube.get("configmaps", ns, f"{name}-config")
         assert after is not None and after["data"] == stored["data"]
