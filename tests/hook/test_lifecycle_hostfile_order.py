@@ -23,16 +23,8 @@ from tests.hook.test_lifecycle import (
 )
 from tests.support.builders import MPIJobBuilder, mpijob
 from tests.support.metacontroller import FakeMetacontroller, Golden, Writes
+from tests.support.observed import BLOCK, RACK, TOPOLOGY_NODES
 
-BLOCK, RACK = "example.com/block", "example.com/rack"
-# Two blocks of two racks; n5 has no rack label; "gpu" marks the nodes the hook's selector may pick.
-NODES = {
-    "n1": {BLOCK: "b1", RACK: "r1"},
-    "n2": {BLOCK: "b1", RACK: "r2"},
-    "n3": {BLOCK: "b2", RACK: "r1"},
-    "n4": {BLOCK: "b2", RACK: "r2"},
-    "n5": {BLOCK: "b1"},
-}
 SUFFIX = ".pi.default.svc"
 
 
@@ -41,7 +33,7 @@ def fake(scenario: str, update_golden: bool, **settings: Any) -> FakeMetacontrol
     mc = FakeMetacontroller(
         golden=golden, settings=Settings(hostfile_order_labels=f"{BLOCK},{RACK}", **settings)
     )
-    for name, labels in NODES.items():
+    for name, labels in TOPOLOGY_NODES.items():
         mc.add_node(name, labels)
     mc.add_node("unlabelled", {})
     return mc

@@ -28,6 +28,7 @@ import pytest
 
 from tests.mpi.builds import Build
 from tests.mpi.jobs import Outcome, job_for, run_job
+from tests.support.hostfiles import slot_hosts
 
 MARKER = "# mpi-operator-hook: hosts in topology order"
 OPEN_MPI = ["openmpi4", "openmpi5"]
@@ -75,17 +76,6 @@ class Permuted:
                 out += [f"{host}{per_slot}{comment}"] * slots
         self.written = "\n".join(out) + "\n"
         return self.written
-
-
-def slot_hosts(hostfile: str) -> list[str]:
-    """The (short) host of each slot, in the file's order: ``host:N`` holds N slots, any other line one."""
-    slots = []
-    for line in hostfile.splitlines():
-        entry = line.split("#")[0].split()
-        if entry:
-            host, _, count = entry[0].partition(":")
-            slots += [host.split(".")[0]] * int(count or 1)
-    return slots
 
 
 def placed(outcome: Outcome) -> list[str]:

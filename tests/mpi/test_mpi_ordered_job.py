@@ -14,7 +14,8 @@ from app.api.ordering import LABELS_ANNOTATION, ORDER_ANNOTATION
 from app.children import host_order
 from tests.mpi.builds import Build
 from tests.mpi.jobs import job_for, run_job
-from tests.mpi.test_mpi_hostfile_order import placed, slot_hosts
+from tests.mpi.test_mpi_hostfile_order import placed
+from tests.support.hostfiles import slot_hosts
 from tests.support.metacontroller import FakeMetacontroller
 
 RACK = "example.com/rack"

@@ -17,6 +17,7 @@ import yaml
 
 from tests.e2e import jobs
 from tests.e2e.kube import Kube, wait_for
+from tests.support.hostfiles import slot_hosts
 
 ROOT = Path(__file__).resolve().parents[2]
 EXAMPLES = ROOT / "examples" / "pi"
@@ -76,13 +77,9 @@ def ranks(log: str) -> dict[int, str]:
 
 
 def hostfile(kube: Kube, ns: str, name: str) -> dict[str, int]:
-    """short host name -> slots, from the job's ConfigMap (Open MPI ``slots=N`` or MPICH ``:N``)."""
-    hosts: dict[str, int] = {}
-    for line in jobs.config(kube, ns, name)["hostfile"].splitlines():
-        match = re.match(r"^(\S+?)(?::(\d+)|\s+slots=(\d+))?\s*$", line.strip())
-        if match and line.strip():
-            hosts[match[1].split(".")[0]] = int(match[2] or match[3] or 1)
-    return hosts
+    """short host name -> slots, from the job's ConfigMap (Open MPI ``slots=N`` or a line per slot, MPICH
+    ``:N``)."""
+    return dict(Counter(slot_hosts(jobs.config(kube, ns, name)["hostfile"])))
 
 
 def assert_ran_on_hostfile(kube: Kube, ns: str, name: str, expected_ranks: int) -> dict[int, str]:

@@ -17,6 +17,7 @@ import pytest
 
 from tests.node import runs
 from tests.node.conftest import RealNode
+from tests.support.hostfiles import slot_hosts
 
 ORDER = (2, 0, 1)
 SLOTS = 2
@@ -58,17 +59,6 @@ exec mpirun {flags} -n {ranks} /home/mpiuser/pi
 """
 
 
-def _slot_hosts(hostfile: str) -> list[str]:
-    """The short host of each slot in file order: ``host:N`` holds N slots, any other line one."""
-    slots = []
-    for line in hostfile.splitlines():
-        entry = line.split("#")[0].split()
-        if entry:
-            host, _, count = entry[0].partition(":")
-            slots += [host.split(".")[0]] * int(count or 1)
-    return slots
-
-
 def _run(
     real_node: RealNode,
     ns: str,
@@ -97,7 +87,7 @@ def _run(
     written = "\n".join(line[len(ECHO) :] for line in log.splitlines() if line.startswith(ECHO))
     hook_hosts = list(runs.hostfile(real_node.kube, ns, "pi"))
     expected = [hook_hosts[i] for i in order for _ in range(slots)]
-    assert _slot_hosts(written) == expected, log
+    assert slot_hosts(written) == expected, log
     assert f"Workers: {ranks}" in log, log
     placed = runs.ranks(log)
     print(f"{build}: hostfile\n{written}\nrank -> host: {placed}")

@@ -34,6 +34,7 @@ from tests.node.conftest import RealNode
 from tests.node.hookpods import hook_metric, hook_pods
 from tests.node.metacontroller import rollout
 from tests.node.node import NODE_NAME
+from tests.support.hostfiles import slot_hosts
 
 BLOCK = "example.com/block"
 RACK = "example.com/rack"
@@ -108,11 +109,6 @@ def _narrowed_metacontroller_rbac(node: RealNode) -> Iterator[None]:
         runner.run(f"kubectl delete -k {RBAC}")
 
 
-def _hosts(hostfile: str) -> list[str]:
-    """Each non-comment line's short host name, in file order."""
-    return [line.split()[0].split(".")[0] for line in hostfile.splitlines() if line and line[0] != "#"]
-
-
 def _runs_of(values: list[Any]) -> list[Any]:
     """``values`` with consecutive repeats collapsed: a value seen twice here was not contiguous."""
     return [v for i, v in enumerate(values) if i == 0 or values[i - 1] != v]
@@ -175,7 +171,7 @@ def test_a_kubeletless_topology_orders_the_hostfile_once_and_for_good(
         assert len({node for _, node in order}) == WORKERS, order  # one worker per node
         header = f"{FINAL} {BLOCK}, {RACK}\n"
         assert final["hostfile"].splitlines()[0] + "\n" == header, final["hostfile"]
-        assert _hosts(final["hostfile"]) == [host for host, _ in order], (final["hostfile"], order)
+        assert slot_hosts(final["hostfile"]) == [host for host, _ in order], (final["hostfile"], order)
         table = f"# line host node {BLOCK} {RACK}\n" + "".join(
             f"{i} {host} {node} {labels[node][BLOCK]} {labels[node][RACK]}\n"
             for i, (host, node) in enumerate(order, 1)
@@ -323,7 +319,7 @@ def _assert_ranks_follow(kube: Kube, ns: str, name: str, hostfile: str, launcher
     """The ordered hostfile mpirun started on is final, in upstream's order (one node), and rank i ran on its
     i-th line."""
     assert hostfile.startswith(f"{FINAL} {HOSTNAME}"), hostfile
-    hosts = _hosts(hostfile)
+    hosts = slot_hosts(hostfile)
     expected = ([f"{name}-launcher"] if launcher_as_worker else []) + [f"{name}-worker-{i}" for i in range(2)]
     assert hosts == expected, hostfile
     log = runs.launcher_log(kube, ns, name)

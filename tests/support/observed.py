@@ -19,6 +19,15 @@ from tests.support.builders import MPIJobBuilder, mpijob
 
 NAME = "pi"
 STAMP = "2026-05-04T09:00:00Z"
+# Node labels for the ordered hostfile's tables: two blocks of two racks, and n5 in block b1 without a rack.
+BLOCK, RACK = "example.com/block", "example.com/rack"
+TOPOLOGY_NODES = {
+    "n1": {BLOCK: "b1", RACK: "r1"},
+    "n2": {BLOCK: "b1", RACK: "r2"},
+    "n3": {BLOCK: "b2", RACK: "r1"},
+    "n4": {BLOCK: "b2", RACK: "r2"},
+    "n5": {BLOCK: "b1"},
+}
 
 
 def defaulted(builder: MPIJobBuilder | None = None) -> Job:

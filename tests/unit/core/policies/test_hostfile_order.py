@@ -15,20 +15,12 @@ from app.children.configmap import hostfile
 from app.core.policies import hostfile_order
 from app.core.policies.hostfile_order import Ordering
 from tests.support.builders import MPIJobBuilder, mpijob
-from tests.support.observed import defaulted, launcher_pod, observed, worker
+from tests.support.observed import BLOCK, RACK, TOPOLOGY_NODES, defaulted, launcher_pod, observed, worker
 
-BLOCK, RACK = "example.com/block", "example.com/rack"
 LABELS = (BLOCK, RACK)
 BY_LABELS = Ordering(LABELS)
-# Two blocks of two racks; n5 lacks the rack label, n6 every label.
-NODES = {
-    "n1": {BLOCK: "b1", RACK: "r1"},
-    "n2": {BLOCK: "b1", RACK: "r2"},
-    "n3": {BLOCK: "b2", RACK: "r1"},
-    "n4": {BLOCK: "b2", RACK: "r2"},
-    "n5": {BLOCK: "b1"},
-    "n6": {},
-}
+# n6 has no label at all.
+NODES: dict[str, dict[str, str]] = {**TOPOLOGY_NODES, "n6": {}}
 
 
 def ordered(builder: MPIJobBuilder | None = None, **annotations: str) -> MPIJobBuilder:
