@@ -36,25 +36,8 @@ EVENTS_MODES = {"auto": "auto", "on": "on", "true": "on", "off": "off", "false":
 CALLER_AUTH_MODES = ("token", "off")
 # Where deploy/ mounts the Secret whose token Metacontroller sends (deploy/base/deployment.yaml).
 CALLER_TOKEN_FILE = Path("/etc/mpi-operator-hook/caller/token")
-MAX_CALLER_TOKEN_BYTES = 8 * 1024
 # Well-known labels cloud providers set on every node; finer ones (block, rack) are provider-specific.
 DEFAULT_ORDER_LABELS = "topology.kubernetes.io/region,topology.kubernetes.io/zone"
-
-
-def read_caller_token(path: Path) -> bytes:
-    """The caller credential in ``path``, surrounding whitespace removed (as Metacontroller trims the
-    Secret's value). Raises ``ValueError`` naming the file and the problem, never its content."""
-    try:
-        with path.open("rb") as file:  # at most one byte past the cap: a huge file is not read whole
-            raw = file.read(MAX_CALLER_TOKEN_BYTES + 1)
-    except OSError as err:
-        raise ValueError(f"cannot read {path}: {err.strerror}") from None
-    token = raw.strip()
-    if not token:
-        raise ValueError(f"{path} is empty")
-    if len(raw) > MAX_CALLER_TOKEN_BYTES:
-        raise ValueError(f"{path} holds more than {MAX_CALLER_TOKEN_BYTES} bytes")
-    return token
 
 
 class Settings(BaseSettings):
@@ -93,7 +76,11 @@ class Settings(BaseSettings):
         " its turn (reading its body not counted): 503 beyond. Below Metacontroller's hook timeout (10 s).",
     )
     read_timeout_seconds: float = Field(
-        default=20.0, gt=0, le=3600, description="Time to receive a whole request body: 408 beyond."
+        default=20.0,
+        gt=0,
+        le=3600,
+        description="Time to receive a whole request body (408 beyond), and for a client to take up an answer"
+        " it stopped reading (dropped beyond).",
     )
     max_connections: int = Field(
         default=2048,
@@ -111,8 +98,8 @@ class Settings(BaseSettings):
         default=10.0,
         gt=0,
         le=3600,
-        description="Time for a request's line and headers to arrive, from the connection (or the request's"
-        " first byte): closed beyond.",
+        description="Time for a request's line and headers to arrive, from the connection (or the first byte"
+        " after an answer): closed beyond. On the metrics port, the time for the whole exchange.",
     )
     job_info_ttl_seconds: float = Field(
         default=7200.0, gt=0, description="mpi_operator_job_info drops a job not synced for this long."
@@ -158,7 +145,8 @@ class Settings(BaseSettings):
     )
     caller_token_file: Path = Field(
         default=CALLER_TOKEN_FILE,
-        description="The token Metacontroller sends (deploy/ mounts its Secret here); re-read on change.",
+        description="The token Metacontroller sends (deploy/ mounts its Secret here); a regular file of at"
+        " most 8 KiB, looked at every second off the event loop and re-read on change.",
     )
     caller_token_grace_seconds: float = Field(
         default=600.0,
@@ -379,20 +367,4 @@ def load_settings() -> Settings:
             for e in err.errors()
         )
         raise SettingsError(f"invalid hook settings: {problems}") from None
-    return settings
-
-
-def serving_settings() -> Settings:
-    """The settings of a hook about to serve, its caller credential checked: a hook that would refuse every
-    call does not start, and one that accepts any caller does so only when told to."""
-    settings = load_settings()
-    if settings.caller_auth == "token":
-        try:
-            read_caller_token(settings.caller_token_file)
-        except ValueError as err:
-            raise SettingsError(
-                f"invalid hook settings: MPI_OPERATOR_CALLER_TOKEN_FILE: {err}: it must hold the token"
-                " Metacontroller sends (deploy/ mounts it there); to serve without authentication on purpose,"
-                " set MPI_OPERATOR_CALLER_AUTH=off"
-            ) from None
     return settings

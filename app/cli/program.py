@@ -269,8 +269,9 @@ def server_options(log_level: str) -> dict[str, Any]:
     """Production uvicorn settings, shared by ``serve`` (so by the image) and bench/http_bench.py.
 
     uvloop and httptools: the fastest loop and parser uvicorn has, in ``GuardedProtocol``, which adds the
-    connection limits uvicorn lacks (header deadline and size, body deadline, a connection cap that evicts
-    the longest idle connection: app/server/connections.py). No ``limit_concurrency``: it counted idle
+    connection limits uvicorn lacks (header deadline and size, body deadline, pipelining bounds, a connection
+    cap that evicts the longest idle connection: app/server/connections.py). No WebSocket: the protocol
+    refuses every upgrade. No ``limit_concurrency``: it counted idle
     connections and answered everyone 503 past 64; the body guard queues hook requests under a deadline
     instead. The keep-alive outlives Go's idle connections less than its 90 s idle timeout, so Metacontroller
     reuses connections. No access log: a flood would write a line per request; the guard logs refusals
@@ -281,6 +282,7 @@ def server_options(log_level: str) -> dict[str, Any]:
     return {
         "loop": "uvloop",
         "http": GuardedProtocol,
+        "ws": "none",
         "limit_concurrency": None,
         "timeout_keep_alive": 75,
         "access_log": False,
@@ -306,7 +308,8 @@ def _allow_open_files(wanted: int) -> None:
 
 def _serve(host: str, port: int, workers: int) -> int:
     from app.server import logs
-    from app.settings import SettingsError, serving_settings
+    from app.server.main import serving_settings
+    from app.settings import SettingsError
 
     try:
         settings = serving_settings()
@@ -344,7 +347,11 @@ def _run_server(settings: Any, host: str, port: int, workers: int) -> None:
 
     application = create_app(settings)
     tune_gc()
-    serve_metrics(host, settings.metrics_port, application.hook.metrics.registry)
+    registry = application.hook.metrics.registry
+    deadline, header_cap = settings.header_timeout_seconds, settings.max_header_bytes
+    serve_metrics(
+        host, settings.metrics_port, registry, timeout_seconds=deadline, max_header_bytes=header_cap
+    )
     uvicorn.run(application, host=host, port=port, **options)
 
 

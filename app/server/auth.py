@@ -5,11 +5,13 @@ carry ``Authorization: Bearer <token>`` with the token of a file (in a cluster, 
 CompositeController's hooks send, mounted into the hook: deploy/). Everything else is refused with 401 before
 its body is read, with one message whatever was wrong; the reason is counted and logged, the credential never.
 
-The file is checked for a change every few seconds by a task of the server (``watch``), and at most once a
-second by callers, and re-read when it changed, so a rotated Secret is picked up without a restart and
-without waiting for traffic. Metacontroller reads its copy of the Secret only when it (re)starts a
-controller, so for ``grace_seconds`` after a change the previous token is accepted too: a rotation needs no
-moment when the two disagree (docs/operations.md, Security). Tokens are compared in constant time.
+The file is read with the one token reader (``app.cluster.tokens``: bounded, a FIFO or a device refused
+without blocking), at start-up and then by a task of the server every second, in a worker thread: checking a
+caller never touches the file, so no file (a FIFO swapped in, a stalled volume) can stop the event loop. A
+rotated Secret is picked up without a restart and without waiting for traffic. Metacontroller reads its copy
+of the Secret only when it (re)starts a controller, so for ``grace_seconds`` after a change the previous
+token is accepted too: a rotation needs no moment when the two disagree (docs/operations.md, Security).
+Tokens are compared in constant time.
 """
 
 from __future__ import annotations
@@ -23,16 +25,18 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
+from app.cluster.tokens import read_token
+from app.cluster.untrusted import Hostile
 from app.server import logs
-from app.settings import read_caller_token
+from app.settings import Settings, SettingsError
 
 log = logging.getLogger("mpi_operator_hook.auth")
 
 SCHEME = b"bearer"
-CHECK_SECONDS = 1.0
-WATCH_SECONDS = 5.0
+WATCH_SECONDS = 1.0
 # Longer than any token the file may hold: a header beyond it is refused without comparing anything.
 MAX_HEADER_BYTES = 16 * 1024
+WHAT = "MPI_OPERATOR_CALLER_TOKEN_FILE"
 
 
 class Refusal(StrEnum):
@@ -50,46 +54,63 @@ class _Held:
     previous_until: float = 0.0
 
 
+def _credential_in(path: Path) -> bytes:
+    """The caller credential in ``path`` (``Hostile`` naming the file and the problem, never the content)."""
+    return read_token(path, WHAT).encode("ascii")
+
+
 class CallerCredential:
     """The token callers must present, from a file that may change under the running hook."""
 
     def __init__(
-        self,
-        path: Path,
-        *,
-        grace_seconds: float,
-        clock: Callable[[], float] = time.monotonic,
-        check_seconds: float = CHECK_SECONDS,
+        self, path: Path, *, grace_seconds: float, clock: Callable[[], float] = time.monotonic
     ) -> None:
         self._path = path
         self._grace = grace_seconds
         self._clock = clock
-        self._check_seconds = check_seconds
-        self._held = _Held(read_caller_token(path))
         self._stamp = self._file_stamp()
-        self._checked_at = clock()
+        self._held = _Held(_credential_in(path))
 
     def accepts(self, token: bytes) -> bool:
         """Whether ``token`` is the current credential (or, within the grace time, the previous one)."""
-        now = self._clock()
-        if now - self._checked_at >= self._check_seconds:
-            self.refresh()
         held = self._held
         current = hmac.compare_digest(token, held.current)
-        previous = hmac.compare_digest(token, held.previous or held.current) and now < held.previous_until
-        return current or previous
-
-    def refresh(self) -> None:
-        """Look at the file now: a changed token is taken up (and logged) without waiting for a caller."""
-        now = self._clock()
-        self._checked_at = now
-        self._reload_if_changed(now)
+        previous = hmac.compare_digest(token, held.previous or held.current)
+        return current or (previous and self._clock() < held.previous_until)
 
     async def watch(self, every: float = WATCH_SECONDS) -> None:
-        """Refresh every ``every`` seconds, until cancelled (the server's lifespan runs it)."""
+        """Look at the file every ``every`` seconds, in a worker thread, until cancelled (the server's
+        lifespan runs it)."""
         while True:
             await asyncio.sleep(every)
-            self.refresh()
+            token = await asyncio.to_thread(self.read_if_changed)
+            if token is not None:
+                self.take(token)
+
+    def refresh(self) -> None:
+        """Look at the file now, here (tests and tools; the server's ``watch`` does it off the event loop)."""
+        token = self.read_if_changed()
+        if token is not None:
+            self.take(token)
+
+    def read_if_changed(self) -> bytes | None:
+        """The file's token when the file changed since it was last read; None when unchanged or unusable
+        (logged; the last token is kept)."""
+        stamp = self._file_stamp()
+        if stamp is None or stamp == self._stamp:
+            return None
+        self._stamp = stamp
+        try:
+            return _credential_in(self._path)
+        except Hostile as err:
+            logs.event(log, logging.WARNING, "caller credential unusable, keeping the last", problem=str(err))
+            return None
+
+    def take(self, token: bytes) -> None:
+        if hmac.compare_digest(token, self._held.current):
+            return
+        self._held = _Held(token, self._held.current, self._clock() + self._grace)
+        logs.event(log, logging.INFO, "caller credential changed", previous_accepted_seconds=self._grace)
 
     def _file_stamp(self) -> tuple[int, int, int] | None:
         try:
@@ -98,20 +119,20 @@ class CallerCredential:
             return None
         return info.st_ino, info.st_mtime_ns, info.st_size
 
-    def _reload_if_changed(self, now: float) -> None:
-        stamp = self._file_stamp()
-        if stamp is None or stamp == self._stamp:
-            return
-        self._stamp = stamp
-        try:
-            token = read_caller_token(self._path)
-        except ValueError as err:
-            logs.event(log, logging.WARNING, "caller credential unusable, keeping the last", problem=str(err))
-            return
-        if hmac.compare_digest(token, self._held.current):
-            return
-        self._held = _Held(token, self._held.current, now + self._grace)
-        logs.event(log, logging.INFO, "caller credential changed", previous_accepted_seconds=self._grace)
+
+def caller_credential(settings: Settings) -> CallerCredential | None:
+    """The credential callers must present, or None when anyone may call (``MPI_OPERATOR_CALLER_AUTH=off``).
+    A token file that cannot be used is a ``SettingsError``: a hook that would refuse every call does not
+    start."""
+    if settings.caller_auth == "off":
+        return None
+    try:
+        return CallerCredential(settings.caller_token_file, grace_seconds=settings.caller_token_grace_seconds)
+    except Hostile as err:
+        raise SettingsError(
+            f"invalid hook settings: {err}: it must hold the token Metacontroller sends (deploy/ mounts it"
+            " there); to serve without authentication on purpose, set MPI_OPERATOR_CALLER_AUTH=off"
+        ) from None
 
 
 def bearer_token(values: Iterable[bytes]) -> bytes | Refusal:

@@ -22,11 +22,13 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 from collections.abc import Awaitable, Callable, Iterable, Mapping, MutableMapping
 from dataclasses import dataclass
 from typing import Any
 
 from app.server import logs
+from app.server.budget import ByteBudget, Rejected
 from app.server.connections import ARRIVED
 
 Scope = MutableMapping[str, Any]
@@ -48,64 +50,18 @@ UNAUTHORIZED_LOG_SECONDS = 10.0
 SPARE_BUFFER_BYTES = 64 << 20
 # A body of unknown length (chunked) is charged to the budget in steps of this much beyond what arrived.
 CHARGE_STEP_BYTES = 1 << 20
-BUSY = "the hook is busy with other large requests; retry"
+# A Content-Length longer than this many digits is past any body cap (and past what int() should parse).
+MAX_LENGTH_DIGITS = 18
 LATE = "the hook is busy: this request waited past its deadline; retry"
 
 
 @dataclass(frozen=True)
 class Limits:
     max_body_bytes: int
-    memory_budget_bytes: int
     admission_wait_seconds: float
     read_timeout_seconds: float
     # The largest body buffer kept between requests (``SpareBuffer``); 0 keeps none.
     spare_buffer_bytes: int = SPARE_BUFFER_BYTES
-
-
-class Rejected(Exception):
-    """The request is refused before the app sees it; the message is fixed text, never input."""
-
-    def __init__(self, status: int, message: str, kind: str) -> None:
-        super().__init__(message)
-        self.status, self.message, self.kind = status, message, kind
-
-
-class ByteBudget:
-    """A counting semaphore over bytes, first come first served. The event loop is single-threaded, so
-    the common case (room to spare, nobody waiting) takes and returns bytes without awaiting anything."""
-
-    def __init__(self, total: int, on_change: Callable[[int], None] = lambda in_use: None) -> None:
-        self.total = total
-        self.in_use = 0
-        self._on_change = on_change
-        self._changed = asyncio.Condition()
-        self._waiting = 0
-
-    async def acquire(self, amount: int, wait_seconds: float) -> None:
-        amount = min(amount, self.total)
-        if self._waiting or self.in_use + amount > self.total:
-            await self._wait_for_room(amount, wait_seconds)
-        self.in_use += amount
-        self._on_change(self.in_use)
-
-    async def _wait_for_room(self, amount: int, wait_seconds: float) -> None:
-        self._waiting += 1
-        try:
-            async with self._changed:
-                await asyncio.wait_for(
-                    self._changed.wait_for(lambda: self.in_use + amount <= self.total), wait_seconds
-                )
-        except TimeoutError:
-            raise Rejected(503, BUSY, "busy") from None
-        finally:
-            self._waiting -= 1
-
-    async def release(self, amount: int) -> None:
-        self.in_use -= min(amount, self.total)
-        self._on_change(self.in_use)
-        if self._waiting:
-            async with self._changed:
-                self._changed.notify_all()
 
 
 class Charge:
@@ -130,10 +86,10 @@ class Charge:
         if asyncio.get_running_loop().time() > self.deadline:
             raise Rejected(503, LATE, "busy")
 
-    async def release(self) -> None:
+    def release(self) -> None:
         held, self.held = self.held, 0
         if held:
-            await self.budget.release(held)
+            self.budget.release(held)
 
 
 class SpareBuffer:
@@ -177,14 +133,14 @@ class BodyGuard:
         app: ASGIApp,
         limits: Limits,
         endpoints: Mapping[str, Endpoint],
+        budget: ByteBudget,
         on_reject: Callable[[str, str], None] = lambda hook, kind: None,
-        on_bytes: Callable[[int], None] = lambda in_use: None,
         authenticate: Authenticate | None = None,
     ) -> None:
         self.app = app
         self.limits = limits
         self.endpoints = endpoints
-        self.budget = ByteBudget(limits.memory_budget_bytes, on_bytes)
+        self.budget = budget
         self.on_reject = on_reject
         self.spare = SpareBuffer(limits.spare_buffer_bytes)
         self.authenticate = authenticate
@@ -207,7 +163,7 @@ class BodyGuard:
         except Rejected as rejected:
             await self._reject(scope, send, rejected)
         finally:
-            await charge.release()
+            charge.release()
 
     async def _admit_and_answer(
         self, scope: Scope, receive: Receive, send: Send, endpoint: Endpoint, charge: Charge
@@ -292,7 +248,9 @@ def _content_length(scope: Scope) -> int | None:
         if name == b"content-length":
             text = value.decode("latin-1").strip()
             # A malformed length is refused by the HTTP server itself; anything odd here counts as "none".
-            return int(text) if text.isascii() and text.isdigit() and len(text) < 19 else None
+            if not (text.isascii() and text.isdigit()):
+                return None
+            return int(text) if len(text) <= MAX_LENGTH_DIGITS else sys.maxsize  # past any cap: 413
     return None
 
 

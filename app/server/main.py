@@ -32,15 +32,16 @@ from app.core.sync import SyncResult, Verdict, sync
 from app.kube.keys import KeySource
 from app.kube.request import RequestError, decode_request
 from app.server import logs
-from app.server.auth import Authenticator, CallerCredential
-from app.server.connections import ConnectionLimits, ConnectionPolicy
+from app.server.auth import Authenticator, CallerCredential, caller_credential
+from app.server.budget import ByteBudget
+from app.server.connection_policy import ConnectionLimits, ConnectionPolicy
 from app.server.events import Bounds, EventRecorder
 from app.server.guard import ASGIApp, Authenticate, BodyGuard, Endpoint, Limits, Receive, Scope, Send
 from app.server.memo import ParentMemo, remember
 from app.server.metrics import Metrics
 from app.server.ratelimit import Budget, EventBudget
 from app.server.record import RequestRecorder
-from app.settings import Settings, serving_settings
+from app.settings import Settings, load_settings
 
 log = logging.getLogger("mpi_operator_hook")
 
@@ -118,25 +119,25 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
     )
     web.state.hook = hook
     web.include_router(router)
-    return HookApp(hook, _guard(web, hook), _connection_policy(settings, metrics))
+    # One memory budget for the bodies the guard reads and the requests a client pipelines.
+    budget = ByteBudget(settings.memory_budget_bytes, metrics.in_flight_bytes.set)
+    return HookApp(hook, _guard(web, hook, budget), _connection_policy(settings, metrics, budget))
 
 
-def _connection_policy(settings: Settings, metrics: Metrics) -> ConnectionPolicy:
-    limits = ConnectionLimits(
-        max_connections=settings.max_connections,
-        max_header_bytes=settings.max_header_bytes,
-        header_timeout_seconds=settings.header_timeout_seconds,
-        body_timeout_seconds=settings.read_timeout_seconds,
+def _connection_policy(settings: Settings, metrics: Metrics, budget: ByteBudget) -> ConnectionPolicy:
+    return ConnectionPolicy(
+        ConnectionLimits.of(settings),
+        on_refuse=metrics.connection_closed,
+        on_open=metrics.open_connections.set,
+        budget=budget,
     )
-    return ConnectionPolicy(limits, on_refuse=metrics.connection_closed, on_open=metrics.open_connections.set)
 
 
-def _guard(web: FastAPI, hook: Hook) -> BodyGuard:
+def _guard(web: FastAPI, hook: Hook, budget: ByteBudget) -> BodyGuard:
     """The body guard in front of everything: who may call, the limits, and the hooks it answers itself."""
     settings, metrics = hook.settings, hook.metrics
     limits = Limits(
         max_body_bytes=settings.max_body_bytes,
-        memory_budget_bytes=settings.memory_budget_bytes,
         admission_wait_seconds=settings.admission_wait_seconds,
         read_timeout_seconds=settings.read_timeout_seconds,
     )
@@ -144,8 +145,8 @@ def _guard(web: FastAPI, hook: Hook) -> BodyGuard:
         web,
         limits=limits,
         endpoints=_endpoints(hook),
+        budget=budget,
         on_reject=metrics.error,
-        on_bytes=metrics.in_flight_bytes.set,
         authenticate=_authenticator(hook),
     )
 
@@ -161,16 +162,23 @@ def _endpoints(hook: Hook) -> dict[str, Endpoint]:
     return endpoints
 
 
+def serving_settings() -> Settings:
+    """The settings of a hook about to serve, its caller credential checked: a hook that would refuse every
+    call does not start, and one that accepts any caller does so only when told to."""
+    settings = load_settings()
+    caller_credential(settings)
+    return settings
+
+
 def _caller_credential(settings: Settings) -> CallerCredential | None:
     """The token callers must send, or None when anyone may call: on purpose only, and said loudly."""
-    if settings.caller_auth == "off":
+    credential = caller_credential(settings)
+    if credential is None:
         log.warning(
             "CALLER AUTHENTICATION IS OFF (MPI_OPERATOR_CALLER_AUTH=off): anyone who can reach this port can"
             " call /sync and /customize and make the hook post Events. For local use only."
         )
         return None
-    grace = settings.caller_token_grace_seconds
-    credential = CallerCredential(settings.caller_token_file, grace_seconds=grace)
     logs.event(log, logging.INFO, "callers must send the token of", file=str(settings.caller_token_file))
     return credential
 

@@ -24,6 +24,7 @@ from app.core.intents import Milestone
 from app.core.sync import Outcome, SyncResult
 from app.core.timings import Phase
 from app.kube import names
+from app.server.connection_policy import CLOSE_REASONS
 from app.server.memo import ParentMemo
 
 # 1 KiB .. 256 MiB by powers of four: a 1-worker sync is ~10 KB, a 4,096-worker one ~30 MB.
@@ -34,9 +35,6 @@ HOOKS = ("sync", "customize")
 EVENT_RESULTS = ("posted", "duplicate", "failed", "dropped", "rate_limited")
 RECORD_RESULTS = ("written", "pruned", "skipped", "failed")
 # Why the server closed a connection before its request was answered (app/server/connections.py).
-CONNECTION_CLOSE_REASONS = (
-    "header_timeout", "header_too_large", "body_timeout", "evicted", "too_many_connections"
-)  # fmt: skip
 # A second to a week: a job starts in seconds to hours (a queue, a scale-up) and runs minutes to days.
 JOB_BUCKETS = (
     1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1200, 1800, 3600, 7200, 14400, 28800, 86400, 259200, 604800
@@ -209,11 +207,11 @@ class Metrics:
         self.closed_connections = Counter(
             "mpi_operator_hook_connections_closed",
             "Connections closed by a limit before their request was answered, by reason: "
-            + ", ".join(CONNECTION_CLOSE_REASONS),
+            + ", ".join(CLOSE_REASONS),
             ["reason"],
             registry=self.registry,
         )
-        self._closed_by = {r: self.closed_connections.labels(r) for r in CONNECTION_CLOSE_REASONS}
+        self._closed_by = {r: self.closed_connections.labels(r) for r in CLOSE_REASONS}
 
     def connection_closed(self, reason: str) -> None:
         self._closed_by[reason].inc()

@@ -241,7 +241,7 @@ def test_job_info_keeps_at_most_its_bound_dropping_the_least_recently_synced() -
 
 
 def test_byte_budget_queues_past_its_total_and_refuses_after_the_wait() -> None:
-    from app.server.guard import ByteBudget, Rejected
+    from app.server.budget import ByteBudget, Rejected
 
     async def scenario() -> list[str]:
         seen: list[int] = []
@@ -257,7 +257,7 @@ def test_byte_budget_queues_past_its_total_and_refuses_after_the_wait() -> None:
         waiting = asyncio.gather(late("first", 50), late("second", 10))
         await asyncio.sleep(0.01)
         assert order == [] and budget.in_use == 100
-        await budget.release(60)  # room for both; they enter in arrival order
+        budget.release(60)  # room for both; they enter in arrival order
         await waiting
         try:
             await budget.acquire(100, 0.05)
@@ -267,6 +267,32 @@ def test_byte_budget_queues_past_its_total_and_refuses_after_the_wait() -> None:
         return order
 
     assert asyncio.run(scenario()) == ["first", "second", "503 busy"]
+
+
+def test_pipelined_bytes_are_taken_only_with_room_and_charged_past_it_when_already_held() -> None:
+    """The protocol's side of the budget: it cannot wait, so a waiting request is taken only if it fits
+    now, and bytes that already arrived are counted even past the total, holding bodies back until freed."""
+    from app.server.budget import ByteBudget
+
+    async def scenario() -> list[str]:
+        budget = ByteBudget(100)
+        assert budget.try_take(70) and not budget.try_take(31) and budget.in_use == 70
+        assert not budget.charge(40) and budget.in_use == 110  # held already: counted, and over
+        order: list[str] = []
+
+        async def body() -> None:
+            await budget.acquire(30, 1)
+            order.append("body")
+
+        waiting = asyncio.create_task(body())
+        await asyncio.sleep(0.01)
+        assert not budget.try_take(1), "a body waits: the protocol does not cut in"
+        budget.release(40)  # the pipelined request started (or its connection went)
+        await waiting
+        assert budget.in_use == 100 and budget.charge(0)
+        return order
+
+    assert asyncio.run(scenario()) == ["body"]
 
 
 def test_a_failure_around_the_core_is_a_bare_503(monkeypatch: pytest.MonkeyPatch) -> None:

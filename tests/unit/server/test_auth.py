@@ -21,8 +21,10 @@ from fastapi.testclient import TestClient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from app.cluster.tokens import TOKEN_FILE_BYTES, read_token
+from app.cluster.untrusted import Hostile
 from app.kube.keys import SeededKeys
-from app.server.auth import MAX_HEADER_BYTES, CallerCredential, Refusal, bearer_token
+from app.server.auth import MAX_HEADER_BYTES, WHAT, CallerCredential, Refusal, bearer_token
 from app.server.guard import UNAUTHORIZED
 from app.server.main import create_app
 from app.settings import Settings
@@ -95,8 +97,8 @@ def test_a_rotated_token_is_accepted_and_the_previous_one_for_the_grace_time(tmp
     assert not credential.accepts(OTHER.encode())
 
     kubelet_secret_volume(tmp_path / "caller", OTHER, 2)  # the kubelet swaps in the rotated Secret
-    assert not credential.accepts(OTHER.encode()), "the file is looked at no more than once a second"
-    clock.now += 1
+    assert not credential.accepts(OTHER.encode()), "a caller's check never reads the file"
+    credential.refresh()  # what the server's watch does every second, off the event loop
     assert credential.accepts(OTHER.encode())
     assert credential.accepts(TOKEN.encode()), "the previous token, within the grace time"
     clock.now += 600
@@ -110,7 +112,7 @@ def test_without_a_grace_time_the_previous_token_stops_at_once(tmp_path: Path) -
     path.write_text(TOKEN)
     credential = CallerCredential(path, grace_seconds=0, clock=clock)
     path.write_text(OTHER + "\n")
-    clock.now += 1
+    credential.refresh()
     assert credential.accepts(OTHER.encode())
     assert not credential.accepts(TOKEN.encode())
 
@@ -138,7 +140,7 @@ def test_the_watch_takes_up_a_rotation_while_nobody_calls(
     assert TOKEN not in caplog.text and OTHER not in caplog.text
 
 
-@pytest.mark.parametrize("damage", ["removed", "emptied"])
+@pytest.mark.parametrize("damage", ["removed", "emptied", "a FIFO", "huge"])
 def test_a_token_file_that_goes_bad_keeps_the_last_token(
     tmp_path: Path, damage: str, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -148,14 +150,39 @@ def test_a_token_file_that_goes_bad_keeps_the_last_token(
     credential = CallerCredential(path, grace_seconds=600, clock=clock)
     if damage == "removed":
         path.unlink()
-    else:
+    elif damage == "emptied":
         path.write_text("  \n")
-    clock.now += 1
+    elif damage == "a FIFO":
+        path.unlink()
+        os.mkfifo(path)  # opened for reading, a FIFO with no writer would block for ever
+    else:
+        with path.open("wb") as file:
+            file.truncate(1 << 30)  # 1 GiB, sparse: reading it whole would take a GiB of memory
     with caplog.at_level(logging.WARNING, logger="mpi_operator_hook.auth"):
+        credential.refresh()
         assert credential.accepts(TOKEN.encode())
         assert not credential.accepts(b"")
     assert TOKEN not in caplog.text
-    assert ("is empty" in caplog.text) == (damage == "emptied")
+    expected = {"removed": "", "emptied": ": empty", "a FIFO": "not a regular file", "huge": "larger than"}
+    assert expected[damage] in caplog.text
+
+
+@pytest.mark.parametrize("kind", ["a FIFO", "a device", "huge"])
+def test_a_token_file_that_is_not_a_small_regular_file_is_refused_at_once(tmp_path: Path, kind: str) -> None:
+    path = tmp_path / "token"
+    if kind == "a FIFO":
+        os.mkfifo(path)
+    elif kind == "huge":
+        with path.open("wb") as file:
+            file.truncate(1 << 30)
+    else:
+        path = Path("/dev/zero")
+    with pytest.raises(
+        Hostile, match="not a regular file" if kind != "huge" else f"larger than {TOKEN_FILE_BYTES}"
+    ):
+        read_token(path, WHAT)
+    tmp_path.joinpath("good").write_bytes(b"  a-token\n")
+    assert read_token(tmp_path / "good", WHAT) == "a-token"
 
 
 # ------------------------------------------------------------------------------------------ the app
@@ -293,7 +320,8 @@ def test_the_hook_does_not_serve_without_a_token_unless_told(tmp_path: Path) -> 
         timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 2
-    assert done.stderr.startswith("mpijob: invalid hook settings: MPI_OPERATOR_CALLER_TOKEN_FILE: cannot")
+    assert done.stderr.startswith("mpijob: invalid hook settings: MPI_OPERATOR_CALLER_TOKEN_FILE ")
+    assert "missing: cannot be read" in done.stderr
     assert "MPI_OPERATOR_CALLER_AUTH=off" in done.stderr and "Traceback" not in done.stderr
 
 

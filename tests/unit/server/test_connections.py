@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from app.server.connections import (
+from app.server.connection_policy import (
     MIN_IDLE_SECONDS,
     ConnectionLimits,
     ConnectionPolicy,

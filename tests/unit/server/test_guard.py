@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from app.server.budget import ByteBudget
 from app.server.connections import ARRIVED
 from app.server.guard import CHARGE_STEP_BYTES, LATE, BodyGuard, Limits
 
@@ -40,13 +41,9 @@ def guard_for(recorder: Recorder, budget: int = 1 << 20) -> BodyGuard:
     async def app(scope: Any, receive: Any, send: Any) -> None:
         raise AssertionError("only /sync is asked here")
 
-    limits = Limits(
-        max_body_bytes=budget,
-        memory_budget_bytes=budget,
-        admission_wait_seconds=WAIT,
-        read_timeout_seconds=5.0,
-    )
-    return BodyGuard(app, limits, {"/sync": recorder.endpoint}, on_bytes=recorder.levels.append)
+    limits = Limits(max_body_bytes=budget, admission_wait_seconds=WAIT, read_timeout_seconds=5.0)
+    byte_budget = ByteBudget(budget, recorder.levels.append)
+    return BodyGuard(app, limits, {"/sync": recorder.endpoint}, budget=byte_budget)
 
 
 def scope(headers: list[tuple[bytes, bytes]], arrived_ago: float | None) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from pathlib import Path
 import pytest
 
 from app.kube.keys import MIN_SEED_BYTES, SeededKeys, random_keys
-from app.settings import MAX_CALLER_TOKEN_BYTES, Settings, SettingsError, load_settings, read_caller_token
+from app.settings import Settings, SettingsError, load_settings
 from tests.e2e.processes import free_port
 from tests.support.paths import ROOT
 
@@ -286,13 +286,3 @@ def test_bad_events_settings_name_the_variable(
 ) -> None:
     message = _error(monkeypatch, name, value)
     assert name in message and words in message
-
-
-def test_a_huge_caller_token_file_is_refused_without_reading_it_whole(tmp_path: Path) -> None:
-    token = tmp_path / "token"
-    with token.open("wb") as file:
-        file.truncate(1 << 30)  # 1 GiB, sparse: reading it whole would take a GiB of memory
-    with pytest.raises(ValueError, match=f"^{token} holds more than {MAX_CALLER_TOKEN_BYTES} bytes$"):
-        read_caller_token(token)
-    token.write_bytes(b"  a-token\n")
-    assert read_caller_token(token) == b"a-token"
