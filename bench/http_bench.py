@@ -58,15 +58,21 @@ def _free_port() -> int:
 
 
 # The floor runs with the hook's production settings too: uvicorn's options and the collector's.
-# BENCH_PLAIN_PROTOCOL=1: uvicorn's own httptools protocol instead of the guarded one, to price the limits.
+# BENCH_PLAIN_PROTOCOL=1: uvicorn's own httptools protocol instead of the guarded one, to price the limits;
+# BENCH_PROTOCOL_FILE: the GuardedProtocol of that file (another revision's, bench/protocol_bench.py).
 _SERVE = """
-import os, sys, uvicorn
+import importlib.util, os, sys, uvicorn
 from app.cli.program import server_options
 from app.server.main import tune_gc
 tune_gc()
 options = server_options("WARNING")
 if os.environ.get("BENCH_PLAIN_PROTOCOL"):
     options["http"] = "httptools"
+if os.environ.get("BENCH_PROTOCOL_FILE"):
+    spec = importlib.util.spec_from_file_location("other_protocol", os.environ["BENCH_PROTOCOL_FILE"])
+    module = sys.modules[spec.name] = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    options["http"] = module.GuardedProtocol
 uvicorn.run(sys.argv[1], host="127.0.0.1", port=int(sys.argv[2]), **options)
 """
 

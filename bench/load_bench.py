@@ -5,6 +5,8 @@
   got 200, 503 or no answer. The hook answers past its connection cap or its admission deadline with 503.
 - **Under attack**: 1,000 idle connections and 8 connections offering 64 MiB headers at once; meanwhile
   ``/healthz`` and an authenticated sync are timed every 50 ms, and the hook's peak RSS is read.
+- **Pipelining**: 60 and 150 connections with a 2 KiB receive buffer, each sending ``GET /`` 20,000 times and
+  never reading; the same probes, the hook's RSS during the attack and 3 s after the attackers closed.
 
 The client runs in this process, on the same two cores as the hook: compare within one run.
 
@@ -132,6 +134,50 @@ def under_attack(port: int, pid: int, seconds: float) -> dict[str, float]:
     }
 
 
+def _pipeline(port: int, flood: bytes, sockets: list[socket.socket]) -> None:
+    client = socket.socket()
+    client.setsockopt(socket.SOL_SOCKET, socket.SO_RCVBUF, 2048)
+    client.settimeout(10)
+    sockets.append(client)
+    try:
+        client.connect(("127.0.0.1", port))
+        client.sendall(flood)
+    except OSError:
+        pass  # the hook stopped reading: what it did not take is never read
+
+
+def pipelining(port: int, pid: int, connections: int, seconds: float) -> dict[str, float]:
+    """``connections`` clients that pipeline 20,000 requests each and never read, probed as above."""
+    body = build_request(1)
+    flood = b"GET / HTTP/1.1\r\nHost: hook\r\n\r\n" * 20_000
+    start_rss = _status_kb(pid, "VmRSS")
+    sockets: list[socket.socket] = []
+    attackers = [threading.Thread(target=_pipeline, args=(port, flood, sockets)) for _ in range(connections)]
+    for attacker in attackers:
+        attacker.start()
+    health, syncs, rss = [], [], []
+    ends = time.monotonic() + seconds
+    while time.monotonic() < ends:
+        health.append(_probe(port, "/healthz", None))
+        syncs.append(_probe(port, "/sync", body))
+        rss.append(_status_kb(pid, "VmRSS"))
+        time.sleep(0.05)
+    for sock in sockets:
+        sock.close()
+    for attacker in attackers:
+        attacker.join()
+    time.sleep(3)
+    return {
+        "healthz_max": max(health),
+        "sync_max": max(syncs),
+        "failed": sum(s == float("inf") for s in health + syncs),
+        "probes": len(health) + len(syncs),
+        "start_mb": start_rss / 1024,
+        "peak_mb": max(rss) / 1024,
+        "after_mb": _status_kb(pid, "VmRSS") / 1024,
+    }
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--clients", default="16,64,256,2000,4000")
@@ -164,6 +210,19 @@ def main() -> None:
             print(f"- failed probes {a['failed']:.0f} of {a['probes']:.0f}")
             print(f"- RSS idle {idle_rss:.0f} MB, peak {a['peak_rss_mb']:.0f} MB")
             print(f"- after: /healthz {_probe(port, '/healthz', None) * 1000:.1f} ms")
+        with server("app.server.main:app", hook_env(seed)) as (port, pid):
+            _probe(port, "/sync", build_request(1))  # warmed up, as a serving hook is
+            print()
+            print(f"Pipelining, never reading ({args.attack_seconds:.0f} s; 20,000 requests a connection):")
+            print("| connections | /healthz max | sync max | failed probes | RSS start | peak | 3 s later |")
+            print("|---:|---:|---:|---:|---:|---:|---:|")
+            for connections in (60, 150):
+                r = pipelining(port, pid, connections, args.attack_seconds)
+                print(
+                    f"| {connections} | {r['healthz_max'] * 1000:.1f} ms | {r['sync_max'] * 1000:.1f} ms"
+                    f" | {r['failed']:.0f} of {r['probes']:.0f} | {r['start_mb']:.0f} MB"
+                    f" | {r['peak_mb']:.0f} MB | {r['after_mb']:.0f} MB |"
+                )
 
 
 if __name__ == "__main__":
