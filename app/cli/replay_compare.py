@@ -1,6 +1,6 @@
 """How ``mpijob replay`` compares answers: the volatile parts left out, children matched by kind and name.
 
-Both sides are parsed JSON no deeper than ``replay_io.MAX_JSON_DEPTH``, so the recursion here is bounded. What
+Both sides are parsed JSON no deeper than ``EXCHANGE_MAX_DEPTH``, so the recursion here is bounded. What
 it returns is printed: values are shown as JSON (control characters escaped) and cut to ``VALUE_CHARS``.
 """
 

@@ -4,7 +4,8 @@ A recorded folder may come from anywhere, and the hook at ``--url`` may be anyth
 A case file is read only when it is a regular file inside its case folder: a symbolic link (a case folder or
 a case file) is refused, as is a FIFO or a device (never opened: checked with ``lstat`` first, then opened
 with ``O_NOFOLLOW | O_NONBLOCK`` and checked again with ``fstat``). A file or an answer larger than
-``MAX_BYTES`` is refused unread; JSON nested deeper than ``MAX_JSON_DEPTH`` is refused before it is parsed.
+``MAX_BYTES`` is refused unread; JSON nested deeper than ``EXCHANGE_MAX_DEPTH`` is refused before it is
+parsed.
 One call to the hook takes at most ``--timeout`` seconds in all, however slowly the answer trickles in.
 Whatever of the server's text is printed goes through ``printable``.
 """
@@ -20,14 +21,11 @@ from typing import Any, cast
 
 import orjson
 
-from app.kube.depth import MAX_DEPTH, deeper_than
+from app.kube.depth import EXCHANGE_MAX_DEPTH, deeper_than
 
 # The hook's own default body cap (app.settings, MPI_OPERATOR_MAX_BODY_BYTES): a case the hook would refuse
 # with 413 cannot be replayed anyway, and an answer is held to the same bound.
 MAX_BYTES = 160 * 1024 * 1024
-# An answer holds the parent's pod templates a few levels deeper than the parent itself, whose nesting the
-# hook limits to MAX_DEPTH; twice that is still far inside orjson's limit (255) and Python's recursion.
-MAX_JSON_DEPTH = 2 * MAX_DEPTH
 # Longest line replay prints: a server's key or message may be any length.
 LINE_CHARS = 400
 # Grace after --timeout before the watchdog gives up on a call stuck below the streaming loop.
@@ -39,7 +37,7 @@ class Refused(Exception):
 
 
 class TooDeep(Refused):
-    """JSON nested deeper than ``MAX_JSON_DEPTH``: refused before it is parsed."""
+    """JSON nested deeper than ``EXCHANGE_MAX_DEPTH``: refused before it is parsed."""
 
 
 class Unreachable(Exception):
@@ -114,9 +112,10 @@ def _read_at_most(file: Any, limit: int) -> bytes:
 
 
 def parse_json(raw: bytes | bytearray, what: str) -> Any:
-    """``raw`` parsed, or ``Refused`` naming ``what``: not JSON, or nested deeper than ``MAX_JSON_DEPTH``."""
-    if deeper_than(cast("bytes", raw), MAX_JSON_DEPTH):  # it uses bytes methods only, a bytearray's too
-        raise TooDeep(f"{what} nests deeper than {MAX_JSON_DEPTH} levels: refused")
+    """``raw`` parsed, or ``Refused`` naming ``what``: not JSON, or nested deeper than
+    ``EXCHANGE_MAX_DEPTH``."""
+    if deeper_than(cast("bytes", raw), EXCHANGE_MAX_DEPTH):  # it uses bytes methods only, a bytearray's too
+        raise TooDeep(f"{what} nests deeper than {EXCHANGE_MAX_DEPTH} levels: refused")
     try:
         return orjson.loads(raw)
     except orjson.JSONDecodeError as err:

@@ -1,6 +1,7 @@
-"""The bounds on what the CLI's YAML reader (``app.cli.yamlio``) builds: nesting (the hook's ``MAX_DEPTH``)
-and aliases (``MAX_ALIASED_NODES``, no alias inside its own anchor), checked with loops, never recursion,
-so a hostile file is an error with its line, not a ``RecursionError`` or a process that fills memory."""
+"""The bounds on what the CLI's YAML reader (``app.cli.yamlio``) builds: nesting (the hook's
+``MPIJOB_MAX_DEPTH``) and aliases (``MAX_ALIASED_NODES``, no alias inside its own anchor), checked with
+loops, never recursion, so a hostile file is an error with its line, not a ``RecursionError`` or a process
+that fills memory."""
 
 from __future__ import annotations
 
@@ -9,11 +10,11 @@ from typing import Any
 import yaml
 from yaml.composer import ComposerError
 
-from app.kube.depth import MAX_DEPTH
+from app.kube.depth import MPIJOB_MAX_DEPTH
 
 # Nodes that aliases may add to a file, all documents together: a container reused a thousand times.
 MAX_ALIASED_NODES = 100_000
-TOO_DEEP = f"nests deeper than {MAX_DEPTH} levels (the hook's limit)"
+TOO_DEEP = f"nests deeper than {MPIJOB_MAX_DEPTH} levels (the hook's limit)"
 
 
 class AliasAndDepthBounds:
@@ -21,7 +22,7 @@ class AliasAndDepthBounds:
     measuring what composing would build: each open container's nodes and height (itself included) and,
     once closed, each anchored node's, so an alias costs what it would expand to. A loop over events, not
     recursion, so a hostile file cannot exhaust the stack here; the composers that run afterwards (libyaml's
-    in C, PyYAML's in Python) see only files within ``MAX_DEPTH``."""
+    in C, PyYAML's in Python) see only files within ``MPIJOB_MAX_DEPTH``."""
 
     def __init__(self) -> None:
         self._aliased = 0
@@ -40,7 +41,7 @@ class AliasAndDepthBounds:
                     anchored[event.anchor] = (1, 0)
             elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
                 frames.append([1, 1, event.anchor])
-                if len(frames) - 1 > MAX_DEPTH:
+                if len(frames) - 1 > MPIJOB_MAX_DEPTH:
                     raise ComposerError(problem=TOO_DEEP, problem_mark=_mark(event))
                 continue
             elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
@@ -73,7 +74,7 @@ class AliasAndDepthBounds:
                 problem = f"found undefined alias {name!r}"
             raise ComposerError(problem=problem, problem_mark=_mark(event))
         nodes, height = found
-        if len(frames) - 1 + height > MAX_DEPTH:
+        if len(frames) - 1 + height > MPIJOB_MAX_DEPTH:
             raise ComposerError(problem=TOO_DEEP, problem_mark=_mark(event))
         self._aliased += nodes
         if self._aliased > MAX_ALIASED_NODES:
@@ -83,13 +84,13 @@ class AliasAndDepthBounds:
 
 
 def within_depth(node: yaml.Node, depth: int) -> None:
-    """Refuses a tree under ``node`` (itself ``depth`` containers deep) that nests deeper than ``MAX_DEPTH``,
-    walking it with a list, not recursion."""
+    """Refuses a tree under ``node`` (itself ``depth`` containers deep) that nests deeper than
+    ``MPIJOB_MAX_DEPTH``, walking it with a list, not recursion."""
     pending = [(node, depth)]
     while pending:
         node, depth = pending.pop()
         if isinstance(node, yaml.CollectionNode):
-            if depth >= MAX_DEPTH:
+            if depth >= MPIJOB_MAX_DEPTH:
                 raise ComposerError(problem=TOO_DEEP, problem_mark=node.start_mark)
             items = (
                 node.value if isinstance(node, yaml.SequenceNode) else (n for kv in node.value for n in kv)

@@ -7,7 +7,7 @@ items, as ``kubectl`` does.
 
 Every input is bounded before anything walks it, so hostile input is exit code 2, not a ``RecursionError``
 or a process that fills memory: at most ``MAX_BYTES`` are read (standard input too; a file of more jobs is
-split, and ``lint`` takes many files); no container may open deeper than the hook's own ``MAX_DEPTH``;
+split, and ``lint`` takes many files); no container may open deeper than the hook's own ``MPIJOB_MAX_DEPTH``;
 aliases may add at most ``MAX_ALIASED_NODES`` nodes in all (a "billion laughs" document is a few lines that
 expand to billions), and an alias inside its own anchor (a document that contains itself) is refused.
 
@@ -34,7 +34,7 @@ from yaml.resolver import Resolver
 from yaml.scanner import Scanner
 
 from app.cli.yamlbounds import TOO_DEEP, AliasAndDepthBounds, within_depth
-from app.kube.depth import MAX_DEPTH
+from app.kube.depth import MPIJOB_MAX_DEPTH
 
 # A manifest, kubeconfig or doctor snapshot is far smaller: the API server stores at most 1.5 MiB per object.
 MAX_BYTES = 16 * 1024 * 1024
@@ -67,14 +67,14 @@ class _UniqueKeys(SafeConstructor):
     def _build(self, node: yaml.Node, built: dict[int, Any], depth: int) -> Any:
         """``node`` as data; ``built`` holds each container already built, so an alias (a node met twice)
         is the same object, as PyYAML makes it. ``depth``: the containers around ``node``; one deeper than
-        ``MAX_DEPTH`` is refused here, where no bounds check ran before composing."""
+        ``MPIJOB_MAX_DEPTH`` is refused here, where no bounds check ran before composing."""
         kind, tag = type(node), node.tag
         if kind is yaml.ScalarNode:
             return node.value if tag == _STR else self.construct_object(node, deep=True)
         key = id(node)
         if key in built:
             return built[key]
-        if depth >= MAX_DEPTH:
+        if depth >= MPIJOB_MAX_DEPTH:
             raise ComposerError(problem=TOO_DEEP, problem_mark=node.start_mark)
         data: Any
         if kind is yaml.MappingNode and tag == _MAP and _plain_distinct_keys(node):  # type: ignore[arg-type]
@@ -279,8 +279,8 @@ def iter_documents(text: str, source: str) -> Iterator[Document]:
 
 def _check_bounds(text: str, source: str, *, always: bool = False) -> None:
     """Where libyaml composes and no anchor is written (``&``; without one there is no alias), composing is
-    safe as it is (libyaml stops at 1,000 levels) and ``_build`` keeps ``MAX_DEPTH``: the events need no
-    walk of their own, which would cost a third of reading a file."""
+    safe as it is (libyaml stops at 1,000 levels) and ``_build`` keeps ``MPIJOB_MAX_DEPTH``: the events need
+    no walk of their own, which would cost a third of reading a file."""
     python = _Loader is _PythonLoader
     if not python and "&" not in text and not always:
         return

@@ -1,8 +1,8 @@
 """What came from an API server or a file is hostile until shown otherwise: files read bounded, JSON
 depth-checked before it is parsed. Errors name the source and the problem, never the content.
 
-Parsing uses the hook's own depth limit (``app.kube.depth.MAX_DEPTH``): JSON nested deeper is refused before a
-parser recurses into it.
+Parsing uses the hook's own depth limit (``app.kube.depth.MPIJOB_MAX_DEPTH``): JSON nested deeper is refused
+before a parser recurses into it.
 """
 
 from __future__ import annotations
@@ -14,14 +14,14 @@ from typing import Any
 
 import orjson
 
-from app.kube.depth import MAX_DEPTH, deeper_than
+from app.kube.depth import MPIJOB_MAX_DEPTH, deeper_than
 
 
 class Hostile(ValueError):
     """What a server or a file sent cannot be used; the message says what and where, never the content."""
 
 
-def parse_json(raw: bytes, where: str, depth: int = MAX_DEPTH) -> Any:
+def parse_json(raw: bytes, where: str, depth: int = MPIJOB_MAX_DEPTH) -> Any:
     """``raw`` parsed, or ``Hostile`` naming ``where``: nested deeper than ``depth`` levels, or not JSON."""
     if deeper_than(raw, depth):
         raise Hostile(f"{where}: JSON nested deeper than {depth} levels")

@@ -1,11 +1,11 @@
-"""Find and cut JSON nested too deep, so an MPIJob nested deeper than ``MAX_DEPTH`` can still be named
+"""Find and cut JSON nested too deep, so an MPIJob nested deeper than ``MPIJOB_MAX_DEPTH`` can still be named
 and reported.
 
 The CRD keeps unknown fields under a pod template's ``metadata``, so the apiserver stores nesting far
 deeper than the hook's JSON parsers accept (pydantic's ~200 levels, msgspec's ~1,000). ``deeper_than``
-says whether a parent nests deeper than ``MAX_DEPTH`` before it is parsed (bytes methods only, at C speed);
-``prune`` replaces every value opened deeper than ``MAX_DEPTH`` by ``null`` and says where the first one
-was, so the caller can parse the rest and answer with an ``Invalid`` condition instead of a 400 that
+says whether a parent nests deeper than ``MPIJOB_MAX_DEPTH`` before it is parsed (bytes methods only, at C
+speed); ``prune`` replaces every value opened deeper than ``MPIJOB_MAX_DEPTH`` by ``null`` and says where the
+first one was, so the caller can parse the rest and answer with an ``Invalid`` condition instead of a 400 that
 Metacontroller would retry forever. One regular expression walks strings and brackets; no recursion. The
 rest of a request is read only where the hook needs it (msgspec skips what it does not read), so it is cut
 only past msgspec's own limit (``app.kube.request``). The ``mpijob`` command holds its inputs to the
@@ -20,8 +20,12 @@ import orjson
 
 from app.api import field_path
 
-# The one limit: deeper than any pod template needs (~15 levels below the parent), well inside the parsers'.
-MAX_DEPTH = 64
+# How deep an MPIJob may nest: deeper than any pod template needs (~15 levels below the parent), well inside
+# the parsers'.
+MPIJOB_MAX_DEPTH = 64
+# How deep a whole request or answer may nest to be recorded and replayed (app/server/record.py,
+# app/cli/replay_io.py): redacting recurses, and orjson encodes 254 levels.
+EXCHANGE_MAX_DEPTH = 200
 
 _TOKEN = re.compile(rb'"(?:[^"\\]|\\.)*"\s*:?|[\[\]{}]', re.DOTALL)
 # Brackets as ``(`` and ``)`` (valid JSON nests them properly, so their kind does not matter), quotes kept.
@@ -29,7 +33,7 @@ _AS_PARENTHESES = bytes.maketrans(b"[]{}", b"()()")
 _NOT_STRUCTURE = bytes(byte for byte in range(256) if byte not in b'[]{}"')
 
 
-def deeper_than(raw: bytes, limit: int = MAX_DEPTH) -> bool:
+def deeper_than(raw: bytes, limit: int = MPIJOB_MAX_DEPTH) -> bool:
     """Whether a container of the JSON ``raw`` opens deeper than ``limit`` (the outermost is at 1).
 
     Exact for valid JSON, at C speed: its brackets outside strings are a sequence of pairs; each pass drops
@@ -53,7 +57,7 @@ def _brackets(raw: bytes) -> bytes:
     return b"".join(quoted.split(b'"')[::2])
 
 
-def prune(raw: bytes, limit: int = MAX_DEPTH) -> tuple[bytes, str | None]:
+def prune(raw: bytes, limit: int = MPIJOB_MAX_DEPTH) -> tuple[bytes, str | None]:
     """``raw`` with each container deeper than ``limit`` replaced by ``null``, and the first one's path."""
     out: list[bytes] = []
     stack: list[tuple[str, bool]] = []  # (name under its parent, is an array) per open container

@@ -3,7 +3,7 @@
 pydantic parses the parent's bytes once; the same parse keeps the document as written, which lint reads
 for fields the model drops and a job left alone gets back as its status. A parent that does not parse is
 an invalid job, not a bad request: its errors in upstream's path notation (``Unreadable``), with just
-enough of it read to answer (its metadata and stored status). Nesting deeper than ``depth.MAX_DEPTH``
+enough of it read to answer (its metadata and stored status). Nesting deeper than ``depth.MPIJOB_MAX_DEPTH``
 (which the CRD keeps under a template's metadata) is found before the parse and reported where it starts.
 """
 
@@ -67,10 +67,10 @@ def read_parent(raw: bytes) -> Parent | Unreadable:
 
 
 def _too_deep(raw: bytes) -> Unreadable:
-    """Nested deeper than ``depth.MAX_DEPTH``: where it starts, read from the rest."""
+    """Nested deeper than ``depth.MPIJOB_MAX_DEPTH``: where it starts, read from the rest."""
     pruned, where = depth.prune(raw)
     check_parent_head(pruned)
-    detail = f"must not nest deeper than {depth.MAX_DEPTH} levels"
+    detail = f"must not nest deeper than {depth.MPIJOB_MAX_DEPTH} levels"
     head = _head(pruned)
     return Unreadable(head.metadata, head.status, (FieldError((where or "")[:128], "Forbidden", detail),))
 

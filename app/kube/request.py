@@ -300,9 +300,9 @@ def decode_request(body: bytes) -> SyncRequest:
 
     ``body`` may be any bytes-like object: the shell passes a view of its read buffer, decoded in place and
     never copied (a copy would hold a 30 MB body twice). A body nested deeper than the decoder goes is
-    decoded with what lies beyond ``depth.MAX_DEPTH`` cut away. When the cut is in the parent, the parent
-    keeps its bytes as sent: its reader (``app.kube.parent``) says where it is too deep, in an ``Invalid``
-    condition. Anywhere else it is a bad request."""
+    decoded with what lies beyond ``depth.MPIJOB_MAX_DEPTH`` cut away. When the cut is in the parent, the
+    parent keeps its bytes as sent: its reader (``app.kube.parent``) says where it is too deep, in an
+    ``Invalid`` condition. Anywhere else it is a bad request."""
     if not body:
         raise RequestError("empty request body; expected a Metacontroller hook request")
     try:

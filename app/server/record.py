@@ -9,7 +9,8 @@ record is as private as the MPIJobs it copies.
 
 Redaction (``app.server.redact``) happens before anything touches disk, for refused requests as for
 answered ones. Request headers are never recorded. A body that is not a JSON object, or one nested deeper
-than ``MAX_DEPTH``, is not recorded at all (counted as skipped): no record is better than a partial one.
+than ``EXCHANGE_MAX_DEPTH``, is not recorded at all (counted as skipped): no record is better than a partial
+one.
 
 Bounds: at most ``max_requests`` records and ``max_bytes`` on disk (records found at start-up count); to
 make room the oldest records are deleted, so the directory holds the most recent requests. A record larger
@@ -43,6 +44,7 @@ from typing import Any
 import orjson
 
 from app.kube import depth
+from app.kube.depth import EXCHANGE_MAX_DEPTH
 from app.server import logs
 from app.server.redact import redact
 
@@ -64,8 +66,6 @@ RECORD_NAME = re.compile(r"^\d{8}T\d{6}\.\d{6}Z-\d{6}-(sync|customize)-")
 QUEUE_REQUESTS = 32
 QUEUE_BYTES = 64 * 1024 * 1024
 FAILURE_LOG_SECONDS = 60.0
-# Nested deeper than this, a request is not recorded: redacting recurses, and orjson encodes 254 levels.
-MAX_DEPTH = 200
 FULL_DISK_RETRIES = 16
 FULL_DISK = (errno.ENOSPC, errno.EDQUOT)
 FILE_MODE, FOLDER_MODE = 0o600, 0o700
@@ -122,9 +122,12 @@ class Unrecordable(Exception):
 
 def make_record(exchange: Exchange, sequence: int, settings: Mapping[str, str]) -> Record:
     """The redacted record of ``exchange``; ``Unrecordable`` when it cannot be redacted whole: a request
-    that is not a JSON object (its raw bytes could hold anything) or is nested deeper than ``MAX_DEPTH``."""
-    if depth.deeper_than(exchange.request, MAX_DEPTH) or depth.deeper_than(exchange.answer, MAX_DEPTH):
-        raise Unrecordable(f"nested deeper than {MAX_DEPTH} levels")
+    that is not a JSON object (its raw bytes could hold anything) or is nested deeper than
+    ``EXCHANGE_MAX_DEPTH``."""
+    if depth.deeper_than(exchange.request, EXCHANGE_MAX_DEPTH) or depth.deeper_than(
+        exchange.answer, EXCHANGE_MAX_DEPTH
+    ):
+        raise Unrecordable(f"nested deeper than {EXCHANGE_MAX_DEPTH} levels")
     try:
         request = orjson.loads(exchange.request)
     except orjson.JSONDecodeError:

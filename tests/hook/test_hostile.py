@@ -17,7 +17,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.core.observed import classify
-from app.kube.depth import MAX_DEPTH, deeper_than, prune
+from app.kube.depth import MPIJOB_MAX_DEPTH, deeper_than, prune
 from app.kube.keys import SeededKeys
 from app.kube.quantity import canonical_quantity
 from app.kube.request import decode_request
@@ -196,12 +196,12 @@ def _depth(value: Any) -> int:
 
 
 @pytest.mark.parametrize("base", [RUNNING, FINISHED], ids=["running", "finished"])
-@pytest.mark.parametrize(("levels", "refused"), [(MAX_DEPTH, False), (MAX_DEPTH + 1, True)])
+@pytest.mark.parametrize(("levels", "refused"), [(MPIJOB_MAX_DEPTH, False), (MPIJOB_MAX_DEPTH + 1, True)])
 def test_the_parent_nests_at_most_max_depth_levels(
     client: TestClient, base: dict[str, Any], levels: int, refused: bool
 ) -> None:
-    """The one limit is the message's: the parent (its outermost object at 1) may nest MAX_DEPTH levels,
-    and one more is an Invalid condition; far inside what the parsers would take (pydantic's ~200)."""
+    """The one limit is the message's: the parent (its outermost object at 1) may nest MPIJOB_MAX_DEPTH
+    levels, and one more is an Invalid condition; far inside what the parsers would take (pydantic's ~200)."""
     request = copy.deepcopy(base)
     # The parent, spec, mpiReplicaSpecs, Worker, template and metadata hold x: its lists nest the rest.
     below = levels - 6
@@ -219,7 +219,7 @@ def test_the_parent_nests_at_most_max_depth_levels(
     path = f"{TEMPLATE}.metadata.x" + "[]" * (below - 1)
     path = path[:128]  # FieldError paths are cut at 128
     assert invalid[0]["message"] == (
-        f"Found validation errors: {path}: Forbidden: must not nest deeper than {MAX_DEPTH} levels"
+        f"Found validation errors: {path}: Forbidden: must not nest deeper than {MPIJOB_MAX_DEPTH} levels"
     )
 
 
@@ -362,7 +362,10 @@ def test_prune_cuts_what_is_too_deep_and_says_where(raw: bytes, limit: int, want
     json.loads(prune(raw, limit)[0])
 
 
-_DEEP = {"metadata": {"annotations": {}}, "x": json.loads("[" * (MAX_DEPTH + 5) + "]" * (MAX_DEPTH + 5))}
+_DEEP = {
+    "metadata": {"annotations": {}},
+    "x": json.loads("[" * (MPIJOB_MAX_DEPTH + 5) + "]" * (MPIJOB_MAX_DEPTH + 5)),
+}
 NOT_AN_MPIJOB = "parent must be a MPIJob of apiVersion kubeflow.org/v2beta1"
 # (case, parent, the 400's message): the parent's reader checks what it is, whichever way it is read.
 NOT_MPIJOBS: list[tuple[str, object, str]] = [

@@ -83,12 +83,12 @@ def _snapshot(args: argparse.Namespace) -> Snapshot:
     from app.cli.doctor.snapshot import Snapshot
     from app.cluster.reads import Reader
     from app.cluster.untrusted import parse_json, read_file
-    from app.kube.depth import MAX_DEPTH
+    from app.kube.depth import MPIJOB_MAX_DEPTH
 
     if args.load:
         raw = read_file(Path(args.load), SNAPSHOT_BYTES, "--load")
         # A snapshot holds the MPIJob one level below its top: the hook's limit, plus that level.
-        data = parse_json(raw, f"--load {args.load}", MAX_DEPTH + 1)
+        data = parse_json(raw, f"--load {args.load}", MPIJOB_MAX_DEPTH + 1)
         return Snapshot.from_json(data, f"--load {args.load}: not a snapshot written by --save")
     if not args.name:
         raise ValueError("give the MPIJob's NAME")

@@ -269,7 +269,7 @@ def test_the_documented_bounds_are_the_codes() -> None:
     assert Settings.model_fields["max_body_bytes"].default == replay_io.MAX_BYTES
     assert f"over {replay_io.MAX_BYTES >> 20} MiB (the hook's default `MPI_OPERATOR_MAX_BODY_BYTES`)" in text
     assert f"An answer over {replay_io.MAX_BYTES >> 20} MiB" in text
-    assert f"JSON nested deeper than {replay_io.MAX_JSON_DEPTH} levels" in text
+    assert f"JSON nested deeper than {replay_io.EXCHANGE_MAX_DEPTH} levels" in text
     assert f"at most {MAX_TIMEOUT:g})" in text and f"up to {TOKEN_FILE_BYTES >> 10} KiB" in text
     assert f"at most {replay_io.LINE_CHARS} characters long" in text
 
@@ -294,7 +294,7 @@ def test_deep_json_in_a_case_is_broken_not_a_crash(hook: Hostile, tmp_path: Path
     done = replay(tmp_path, str(tmp_path), "--url", hook.url)
     assert done.returncode == 2, done
     assert verdicts(done) == {"deep": "broken", "good": "same"}
-    assert f"{file} nests deeper than 128 levels: refused" in line_of(done, "deep")
+    assert f"{file} nests deeper than {replay_io.EXCHANGE_MAX_DEPTH} levels: refused" in line_of(done, "deep")
 
 
 def test_broken_cases_exit_2_even_when_others_differ(hook: Hostile, tmp_path: Path) -> None:
@@ -348,7 +348,8 @@ def test_a_deep_answer_is_broken_not_a_crash(hook: Hostile, tmp_path: Path) -> N
     case(tmp_path / "c")
     done = replay(tmp_path, str(tmp_path / "c"), "--url", hook.url)
     assert done.returncode == 2, done
-    assert "the answer nests deeper than 128 levels: refused" in line_of(done, "c")
+    deepest = replay_io.EXCHANGE_MAX_DEPTH
+    assert f"the answer nests deeper than {deepest} levels: refused" in line_of(done, "c")
 
 
 @pytest.mark.parametrize("hook", ["escapes"], indirect=True)

@@ -16,7 +16,7 @@ from hypothesis import strategies as st
 
 from app.cli import yamlio
 from app.cli.yamlio import InputError, dump_all, load_documents, load_one_text, read_text
-from app.kube.depth import MAX_DEPTH, deeper_than
+from app.kube.depth import MPIJOB_MAX_DEPTH, deeper_than
 
 HOSTFILE = "pi-worker-0.pi.default.svc slots=1\npi-worker-1.pi.default.svc slots=1\n"
 
@@ -120,12 +120,12 @@ def nested_json(depth: int) -> str:
 @pytest.mark.parametrize("nested", [nested_flow, nested_block, nested_json])
 def test_the_hooks_depth_is_the_limit(nested: Callable[[int], str]) -> None:
     """As deep as the hook reads: fine, one level more: refused where it starts, and the hook agrees."""
-    [doc] = load_documents(nested(MAX_DEPTH), "x.yaml")
+    [doc] = load_documents(nested(MPIJOB_MAX_DEPTH), "x.yaml")
     assert not deeper_than(orjson.dumps(doc.data))
     with pytest.raises(
         InputError, match=r"^x\.yaml:\d+:\d+: nests deeper than 64 levels \(the hook's limit\)$"
     ):
-        load_documents(nested(MAX_DEPTH + 1), "x.yaml")
+        load_documents(nested(MPIJOB_MAX_DEPTH + 1), "x.yaml")
     assert deeper_than(orjson.dumps(doc.data | {"more": [doc.data["spec"]]}))
 
 

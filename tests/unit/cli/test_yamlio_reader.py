@@ -12,7 +12,7 @@ import yaml
 
 from app.cli import yamlio
 from app.cli.yamlio import InputError, iter_documents, load_documents, load_one_text
-from app.kube.depth import MAX_DEPTH
+from app.kube.depth import MPIJOB_MAX_DEPTH
 
 SHAPES = """\
 plain: text
@@ -78,14 +78,14 @@ def _nested(levels: int, anchor: str = "") -> str:
 
 @pytest.mark.parametrize("anchor", ["", "&a "], ids=["no anchor", "an anchor"])
 def test_the_deepest_allowed_and_one_deeper(path: str, anchor: str) -> None:
-    assert load_documents(_nested(MAX_DEPTH, anchor), "f")  # the root mapping is the first level
+    assert load_documents(_nested(MPIJOB_MAX_DEPTH, anchor), "f")  # the root mapping is the first level
     with pytest.raises(InputError) as refused:
-        load_documents(_nested(MAX_DEPTH + 1, anchor), "f")
-    assert str(refused.value) == f"f:2:{7 + len(anchor) + MAX_DEPTH - 1}: {yamlio.TOO_DEEP}"
+        load_documents(_nested(MPIJOB_MAX_DEPTH + 1, anchor), "f")
+    assert str(refused.value) == f"f:2:{7 + len(anchor) + MPIJOB_MAX_DEPTH - 1}: {yamlio.TOO_DEEP}"
 
 
 def test_a_tree_under_a_tag_of_its_own_is_bounded_too(path: str) -> None:
-    deep = "k: !!set {" + "{" * MAX_DEPTH + "}" * MAX_DEPTH + ": }\n"
+    deep = "k: !!set {" + "{" * MPIJOB_MAX_DEPTH + "}" * MPIJOB_MAX_DEPTH + ": }\n"
     with pytest.raises(InputError, match="nests deeper than 64 levels"):
         load_documents(deep, "f")
 
@@ -118,4 +118,4 @@ def test_documents_come_one_at_a_time() -> None:
 def test_one_document_is_read_with_the_same_bounds(path: str) -> None:
     assert load_one_text("a: {b: [1, true, null]}\n", "k") == {"a": {"b": [1, True, None]}}
     with pytest.raises(InputError, match="nests deeper than 64 levels"):
-        load_one_text(_nested(MAX_DEPTH + 1), "k")
+        load_one_text(_nested(MPIJOB_MAX_DEPTH + 1), "k")

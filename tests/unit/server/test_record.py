@@ -344,8 +344,8 @@ def test_a_request_nested_too_deep_is_not_recorded_at_all_and_the_next_one_is(tm
     counts = Counts()
     rec = recorder(tmp_path, counts)
     rec.offer("sync", nested(1000), 200, b"{}")
-    rec.offer("sync", nested(record.MAX_DEPTH + 1), 200, b"{}")
-    rec.offer("sync", nested(record.MAX_DEPTH), 200, b"{}")  # the deepest that is recorded
+    rec.offer("sync", nested(record.EXCHANGE_MAX_DEPTH + 1), 200, b"{}")
+    rec.offer("sync", nested(record.EXCHANGE_MAX_DEPTH), 200, b"{}")  # the deepest that is recorded
     rec.offer("sync", exchange("next"), 200, b"{}")
     rec.stop()
     assert counts == {"skipped": 2, "written": 2}
