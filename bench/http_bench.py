@@ -62,10 +62,10 @@ def _free_port() -> int:
 # BENCH_PROTOCOL_FILE: the GuardedProtocol of that file (another revision's, bench/protocol_bench.py).
 _SERVE = """
 import importlib.util, os, sys, uvicorn
-from app.cli.program import server_options
 from app.server.main import tune_gc
+from app.server.serve import uvicorn_options
 tune_gc()
-options = server_options("WARNING")
+options = uvicorn_options("WARNING")
 if os.environ.get("BENCH_PLAIN_PROTOCOL"):
     options["http"] = "httptools"
 if os.environ.get("BENCH_PROTOCOL_FILE"):

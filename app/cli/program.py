@@ -21,7 +21,7 @@ import sys
 from collections.abc import Callable
 from importlib import metadata
 from pathlib import Path
-from typing import Any, NoReturn, cast
+from typing import NoReturn, cast
 
 from app.api.types import OLD_API_VERSIONS
 from app.cli import arguments, replay
@@ -36,8 +36,6 @@ from app.cli.exits import (
 )
 
 PACKAGE = "mpi-operator-hook"
-# uvicorn's exit code when it cannot start (bind failure); ``serve`` turns it into EXIT_CANNOT_SERVE.
-_UVICORN_STARTUP_FAILURE = 3
 
 
 def package_version() -> str:
@@ -265,94 +263,19 @@ def _dispatch(args: argparse.Namespace) -> int:
     return handlers[args.command](args)
 
 
-def server_options(log_level: str) -> dict[str, Any]:
-    """Production uvicorn settings, shared by ``serve`` (so by the image) and bench/http_bench.py.
-
-    uvloop and httptools: the fastest loop and parser uvicorn has, in ``GuardedProtocol``, which adds the
-    connection limits uvicorn lacks (header deadline and size, body deadline, pipelining bounds, a connection
-    cap that evicts the longest idle connection: app/server/connections.py). No WebSocket: the protocol
-    refuses every upgrade. No ``limit_concurrency``: it counted idle
-    connections and answered everyone 503 past 64; the body guard queues hook requests under a deadline
-    instead. The keep-alive outlives Go's idle connections less than its 90 s idle timeout, so Metacontroller
-    reuses connections. No access log: a flood would write a line per request; the guard logs refusals
-    (throttled) and counts them. Logging is configured by ``app.server.logs`` (text or JSON), not by uvicorn.
-    """
-    from app.server.connections import GuardedProtocol
-
-    return {
-        "loop": "uvloop",
-        "http": GuardedProtocol,
-        "ws": "none",
-        "limit_concurrency": None,
-        "timeout_keep_alive": 75,
-        "access_log": False,
-        "log_config": None,
-        "log_level": log_level.lower(),
-    }
-
-
-# File descriptors beyond the connections: the listening sockets, the Event client's, logs, the recorder.
-OPEN_FILES_SPARE = 256
-
-
-def _allow_open_files(wanted: int) -> None:
-    """Raise the soft limit on open files towards ``wanted`` (at most the hard limit): a default of 1,024
-    would fail ``accept`` before the connection cap is reached."""
-    import resource
-
-    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
-    target = wanted if hard == resource.RLIM_INFINITY else min(wanted, hard)
-    if soft != resource.RLIM_INFINITY and soft < target:
-        resource.setrlimit(resource.RLIMIT_NOFILE, (target, hard))
-
-
 def _serve(host: str, port: int, workers: int) -> int:
-    from app.server import logs
-    from app.server.main import serving_settings
+    from app.server.serve import CannotListen, serve
     from app.settings import SettingsError
 
     try:
-        settings = serving_settings()
+        serve(host, port, workers)
     except SettingsError as err:
         print(f"mpijob: {err}", file=sys.stderr)
         return EXIT_UNUSABLE
-    if settings.metrics_port and workers != 1:
-        print("mpijob: MPI_OPERATOR_METRICS_PORT needs --workers 1 (a registry per process)", file=sys.stderr)
-        return EXIT_UNUSABLE
-    logs.configure(settings.log_level, settings.log_format)
-    try:
-        _run_server(settings, host, port, workers)
-    except SystemExit as exit_:
-        if exit_.code != _UVICORN_STARTUP_FAILURE:
-            raise
-        print(f"mpijob: serve: cannot listen on {host}:{port} (the log above says why)", file=sys.stderr)
-        return EXIT_CANNOT_SERVE
-    except OSError as err:  # the metrics port (bound before uvicorn starts)
-        where = f"{host}:{settings.metrics_port}"
-        print(f"mpijob: serve: cannot listen on {where} (metrics): {err.strerror}", file=sys.stderr)
+    except CannotListen as err:
+        print(f"mpijob: serve: {err}", file=sys.stderr)
         return EXIT_CANNOT_SERVE
     return EXIT_OK
-
-
-def _run_server(settings: Any, host: str, port: int, workers: int) -> None:
-    import uvicorn
-
-    _allow_open_files(settings.max_connections + OPEN_FILES_SPARE)
-    options = server_options(settings.log_level)
-    if not settings.metrics_port:
-        uvicorn.run("app.server.main:app", host=host, port=port, workers=workers, **options)
-        return
-    from app.server.main import create_app, tune_gc
-    from app.server.metrics_port import serve_metrics
-
-    application = create_app(settings)
-    tune_gc()
-    registry = application.hook.metrics.registry
-    deadline, header_cap = settings.header_timeout_seconds, settings.max_header_bytes
-    serve_metrics(
-        host, settings.metrics_port, registry, timeout_seconds=deadline, max_header_bytes=header_cap
-    )
-    uvicorn.run(application, host=host, port=port, **options)
 
 
 if __name__ == "__main__":

@@ -135,7 +135,7 @@ def caller_credential(settings: Settings) -> CallerCredential | None:
         ) from None
 
 
-def bearer_token(values: Iterable[bytes]) -> bytes | Refusal:
+def presented_token(values: Iterable[bytes]) -> bytes | Refusal:
     """The token of the one ``Authorization: Bearer <token>`` header in ``values``, or why there is none."""
     found = list(values)
     if not found:
@@ -157,7 +157,7 @@ class Authenticator:
 
     def refusal(self, headers: Iterable[tuple[bytes, bytes]]) -> Refusal | None:
         """None when the caller presented the credential, else why it is refused."""
-        token = bearer_token(value for name, value in headers if name == b"authorization")
+        token = presented_token(value for name, value in headers if name == b"authorization")
         if isinstance(token, Refusal):
             return token
         return None if self.credential.accepts(token) else Refusal.WRONG

@@ -91,10 +91,14 @@ class HookApp:
 
 
 def create_app(settings: Settings | None = None, keys: KeySource | None = None) -> HookApp:
-    settings = settings or serving_settings()
+    """The one way the hook's app is built (``serve``, and ``app.server.main:app`` for uvicorn's workers).
+    ``SettingsError`` for a setting or file that cannot be used, before anything is logged or started."""
+    settings = settings or load_settings()
+    credential = caller_credential(settings)
     if not logging.getLogger().handlers:
         logs.configure(settings.log_level, settings.log_format)
     log.setLevel(settings.log_level)
+    _announce(settings, credential)
     if settings.gang_scheduling:
         logs.event(
             log,
@@ -111,7 +115,7 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
         metrics,
         events=_recorder(settings, metrics),
         recorder=_request_recorder(settings, metrics),
-        credential=_caller_credential(settings),
+        credential=credential,
     )
     metrics.watch_memo(hook.memo)
     web = FastAPI(
@@ -162,25 +166,15 @@ def _endpoints(hook: Hook) -> dict[str, Endpoint]:
     return endpoints
 
 
-def serving_settings() -> Settings:
-    """The settings of a hook about to serve, its caller credential checked: a hook that would refuse every
-    call does not start, and one that accepts any caller does so only when told to."""
-    settings = load_settings()
-    caller_credential(settings)
-    return settings
-
-
-def _caller_credential(settings: Settings) -> CallerCredential | None:
-    """The token callers must send, or None when anyone may call: on purpose only, and said loudly."""
-    credential = caller_credential(settings)
+def _announce(settings: Settings, credential: CallerCredential | None) -> None:
+    """Who may call: the token's file, or anyone, on purpose only, and said loudly."""
     if credential is None:
         log.warning(
             "CALLER AUTHENTICATION IS OFF (MPI_OPERATOR_CALLER_AUTH=off): anyone who can reach this port can"
             " call /sync and /customize and make the hook post Events. For local use only."
         )
-        return None
+        return
     logs.event(log, logging.INFO, "callers must send the token of", file=str(settings.caller_token_file))
-    return credential
 
 
 def _authenticator(hook: Hook) -> Authenticate | None:

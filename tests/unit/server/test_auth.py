@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from app.cluster.tokens import TOKEN_FILE_BYTES, read_token
 from app.cluster.untrusted import Hostile
 from app.kube.keys import SeededKeys
-from app.server.auth import MAX_HEADER_BYTES, WHAT, CallerCredential, Refusal, bearer_token
+from app.server.auth import MAX_HEADER_BYTES, WHAT, CallerCredential, Refusal, presented_token
 from app.server.guard import UNAUTHORIZED
 from app.server.main import create_app
 from app.settings import Settings
@@ -83,7 +83,7 @@ def kubelet_secret_volume(directory: Path, token: str, version: int) -> Path:
     ],
 )
 def test_the_bearer_token_is_read_from_exactly_one_header(values: list[bytes], expected: object) -> None:
-    assert bearer_token(values) == expected
+    assert presented_token(values) == expected
 
 
 # ------------------------------------------------------------------------------------------ the token file
@@ -306,7 +306,7 @@ def test_any_other_authorization_is_401_never_500(
 ) -> None:
     status, _, payload = asgi_post(app, path, headers, b"{}")
     values = [value for _, value in headers]
-    exact = len(values) == 1 and bearer_token(values) == TOKEN.encode()
+    exact = len(values) == 1 and presented_token(values) == TOKEN.encode()
     # 400 only when the token was right: "{}" is no request.
     assert status == (400 if exact else 401), payload
     assert TOKEN.encode() not in payload
