@@ -83,15 +83,11 @@ class CallerCredential:
         lifespan runs it)."""
         while True:
             await asyncio.sleep(every)
-            token = await asyncio.to_thread(self.read_if_changed)
-            if token is not None:
-                self.take(token)
+            self.take(await asyncio.to_thread(self.read_if_changed))
 
     def refresh(self) -> None:
         """Look at the file now, here (tests and tools; the server's ``watch`` does it off the event loop)."""
-        token = self.read_if_changed()
-        if token is not None:
-            self.take(token)
+        self.take(self.read_if_changed())
 
     def read_if_changed(self) -> bytes | None:
         """The file's token when the file changed since it was last read; None when unchanged or unusable
@@ -106,8 +102,9 @@ class CallerCredential:
             logs.event(log, logging.WARNING, "caller credential unusable, keeping the last", problem=str(err))
             return None
 
-    def take(self, token: bytes) -> None:
-        if hmac.compare_digest(token, self._held.current):
+    def take(self, token: bytes | None) -> None:
+        """Make ``token`` the credential (the current one becomes the previous); None: nothing changed."""
+        if token is None or hmac.compare_digest(token, self._held.current):
             return
         self._held = _Held(token, self._held.current, self._clock() + self._grace)
         logs.event(log, logging.INFO, "caller credential changed", previous_accepted_seconds=self._grace)

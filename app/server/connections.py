@@ -36,8 +36,8 @@ slower; Go's ``ReadHeaderTimeout`` and nginx's ``client_header_timeout`` are wha
 
 The protocol finds its ``ConnectionPolicy`` on the app it serves (the hook's ``HookApp`` carries one); an app
 without one (bench/noop_app.py) gets the defaults. This subclasses uvicorn internals (the parser callbacks,
-``cycle`` and ``pipeline``), so ``tests/hook/test_hostile_clients.py`` drives it through a real
-``mpijob serve`` over real sockets: an upgrade that changes them fails there.
+``cycle`` and ``pipeline``), so ``tests/hook/test_hostile_clients.py`` and ``test_hostile_framing.py``
+drive it through a real ``mpijob serve`` over real sockets: an upgrade that changes them fails there.
 """
 
 from __future__ import annotations

@@ -24,6 +24,7 @@ from tests.support import served
 from tests.support.hostile import (
     HEADER_TIMEOUT,
     READ_TIMEOUT,
+    SHORT_TIMEOUTS,
     TOKEN,
     WIRE,
     allow_sockets,
@@ -39,11 +40,7 @@ from tests.support.hostile import (
 
 @pytest.fixture(scope="module")
 def hook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[served.Served]:
-    timeouts = {
-        "MPI_OPERATOR_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT),
-        "MPI_OPERATOR_READ_TIMEOUT_SECONDS": str(READ_TIMEOUT),
-    }
-    yield from serving(tmp_path_factory, "hostile", timeouts)
+    yield from serving(tmp_path_factory, "hostile", SHORT_TIMEOUTS)
 
 
 @pytest.fixture(scope="module")

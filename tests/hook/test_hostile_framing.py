@@ -31,6 +31,7 @@ from tests.support import served
 from tests.support.hostile import (
     HEADER_TIMEOUT,
     READ_TIMEOUT,
+    SHORT_TIMEOUTS,
     TOKEN,
     WIRE,
     allow_sockets,
@@ -45,10 +46,6 @@ from tests.support.hostile import (
 )
 
 MIB = 1024 * 1024
-SHORT = {
-    "MPI_OPERATOR_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT),
-    "MPI_OPERATOR_READ_TIMEOUT_SECONDS": str(READ_TIMEOUT),
-}
 AUTH = f"Authorization: Bearer {TOKEN}\r\n"
 # A hook of its own for a test, stopped when the test ends however it ends.
 own_hook = contextmanager(serving)
@@ -56,7 +53,9 @@ own_hook = contextmanager(serving)
 
 @pytest.fixture(scope="module")
 def hook(tmp_path_factory: pytest.TempPathFactory) -> Iterator[served.Served]:
-    yield from serving(tmp_path_factory, "framing", SHORT | {"MPI_OPERATOR_METRICS_PORT": str(free_port())})
+    yield from serving(
+        tmp_path_factory, "framing", SHORT_TIMEOUTS | {"MPI_OPERATOR_METRICS_PORT": str(free_port())}
+    )
 
 
 def metrics_port(hook: served.Served) -> int:
@@ -97,7 +96,7 @@ def test_sixty_pipelining_clients_that_never_read_cost_the_hook_nothing_lasting(
 ) -> None:
     """Each sends ``GET /`` 20,000 times (520 KB) with a 2 KiB receive buffer and never reads. Before, the
     hook queued every one of them (60 connections: +267 MB, kept after they closed; /healthz timed out)."""
-    with own_hook(tmp_path_factory, "pipelining", SHORT) as hook:
+    with own_hook(tmp_path_factory, "pipelining", SHORT_TIMEOUTS) as hook:
         assert_serving(hook)  # warmed up: the first sync imports what it needs
         start = rss_bytes(hook)
         flood = b"GET / HTTP/1.1\r\nHost: hook\r\n\r\n" * 20_000

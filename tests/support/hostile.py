@@ -22,6 +22,11 @@ TOKEN = "hostile-suite-caller-token-0123456789abcdef"
 RSS_BOUND_BYTES = 400 * 1024 * 1024
 HEADER_TIMEOUT = 2.0
 READ_TIMEOUT = 2.0
+# The deadlines of a hook the suites attack: short, so a test waits them out in seconds.
+SHORT_TIMEOUTS = {
+    "MPI_OPERATOR_HEADER_TIMEOUT_SECONDS": str(HEADER_TIMEOUT),
+    "MPI_OPERATOR_READ_TIMEOUT_SECONDS": str(READ_TIMEOUT),
+}
 
 
 def allow_sockets(count: int) -> None:
