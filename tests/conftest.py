@@ -1,5 +1,6 @@
-"""Shared pytest setup, kept light (every test loads it): the ``--update-golden`` flag, default settings, the
-environment every local hook inherits, and how xdist shares the folders out.
+"""Shared pytest setup, kept light (every test loads it): the ``--update-golden`` flag (and the golden files
+made whole before it and shared again after it), default settings, the environment every local hook inherits,
+and how xdist shares the folders out.
 
 What only some folders need lives in their own conftest.py: the Metacontroller stand-in that ``kubectl
 kustomize deploy/`` reads (tests/support/metacontroller_standin.py) in tests/docs, tests/packaging,
@@ -36,6 +37,36 @@ def pytest_addoption(parser: pytest.Parser) -> None:
 @pytest.fixture
 def update_golden(request: pytest.FixtureRequest) -> bool:
     return bool(request.config.getoption("--update-golden"))
+
+
+def _updates_goldens(config: pytest.Config) -> bool:
+    """``--update-golden``, in the process that runs the session (under xdist the controller, no worker)."""
+    return bool(config.getoption("--update-golden", default=False)) and not hasattr(config, "workerinput")
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """Under ``--update-golden``, every patched golden file becomes whole before any test (or xdist worker)
+    starts, so each test rewrites whole files whatever order the tests run in (tests/support/golden_store.py).
+    """
+    if _updates_goldens(config):
+        from tests.support import golden_store
+
+        golden_store.expand()
+
+
+def pytest_sessionfinish(session: pytest.Session) -> None:
+    """...and once every test has run, each shared golden file is patched onto its final base again."""
+    if not _updates_goldens(session.config):
+        return
+    from tests.support import golden_store
+
+    try:
+        golden_store.compact()
+    except golden_store.GoldenError as error:
+        session.exitstatus = pytest.ExitCode.TESTS_FAILED
+        reporter = session.config.pluginmanager.get_plugin("terminalreporter")
+        if reporter is not None:
+            reporter.write_line(f"--update-golden left the goldens whole: {error}", red=True)
 
 
 @pytest.fixture

@@ -15,6 +15,7 @@ import pytest
 
 from app.kube.quantity import canonical_quantity
 from app.settings import Settings
+from tests.support import golden_store
 from tests.support.builders import walk
 from tests.support.golden_cases import CASES, all_cases, run
 from tests.support.kube_schema import schema_errors
@@ -25,7 +26,7 @@ BUILT = [c for c in CASES_RUN if c[0] in CASES and not c[0].startswith(("invalid
 
 
 def emitted(request_file: Path, settings: dict[str, str]) -> list[dict[str, Any]]:
-    return run(request_file.read_bytes(), Settings(**settings))["children"]
+    return run(golden_store.read_bytes(request_file), Settings(**settings))["children"]
 
 
 def label(child: dict[str, Any]) -> str:

@@ -18,7 +18,8 @@ import pytest
 from tests.e2e.processes import free_port
 from tests.hook.test_http import ROOT, Hook, _wait_healthy, curl
 from tests.hook.test_http import pytestmark as needs_curl
-from tests.support.golden_cases import CASES, SEED, response_path
+from tests.support import golden_store
+from tests.support.golden_cases import CASES, SEED, request_path, response_path
 from tests.support.served import hook_env
 
 pytestmark = needs_curl
@@ -61,6 +62,6 @@ def test_gang_cases_were_found() -> None:
 @pytest.mark.parametrize("name", GANG_CASES)
 def test_server_answers_the_golden_children(servers: dict[str, Hook], name: str) -> None:
     hook = servers[CASES[name].settings["gang_scheduling"]]
-    code, answer = curl(hook, "/sync", (response_path(name).parent / "request.json").read_bytes())
+    code, answer = curl(hook, "/sync", golden_store.read_bytes(request_path(name)))
     assert code == 200, answer[:300]
-    assert json.loads(answer)["children"] == json.loads(response_path(name).read_text())["children"]
+    assert json.loads(answer)["children"] == golden_store.load(response_path(name))["children"]

@@ -1,9 +1,9 @@
 """The golden scenarios: each builds one recorded-style Metacontroller request (and its settings).
 
 ``tests/golden/<case>/request.json`` is written from these builders with ``--update-golden`` and then
-read back from disk, so the files are what is tested (and what the curl smoke test posts). Beside it,
-``case.json`` says the settings the answer is made with, in the format of ``examples/requests/``'s case files,
-so a folder is read (or sent to a hook) without this module.
+read back from disk, so the files are what is tested (and what the curl smoke test posts); a case that repeats
+another is stored as a patch onto it, read through tests/support/golden_store.py. Beside it, ``case.json``
+says the settings the answer is made with, in the format of ``examples/requests/``'s case files.
 """
 
 from __future__ import annotations
@@ -419,11 +419,16 @@ def run(request: dict[str, Any] | bytes, settings: Settings | None = None) -> di
 
 def all_cases() -> list[tuple[str, Path, dict[str, str]]]:
     """(name, request file, settings) for every golden case: builder cases and the wire fixtures."""
-    cases = [(name, GOLDEN / name / "request.json", case.settings) for name, case in CASES.items()]
+    cases = [(name, request_path(name), case.settings) for name, case in CASES.items()]
     cases += [(f"wire-{p.stem}", p, {}) for p in sorted(WIRE.glob("*.json"))]
     # The recorded controller declares both PodGroup kinds (hook v1: no PriorityClasses delivered).
     cases += [(f"wire-{p.stem}-volcano", p, VOLCANO) for p in sorted(WIRE.glob("*01-first-sync*.json"))]
     return cases
+
+
+def request_path(name: str) -> Path:
+    """Where a case's request is read (whole or patched: ``golden_store.load``)."""
+    return GOLDEN / name / "request.json"
 
 
 def response_path(name: str) -> Path:

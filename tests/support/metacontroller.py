@@ -49,6 +49,7 @@ from app.kube.keys import SeededKeys
 from app.kube.request import decode_request
 from app.server.memo import ParentMemo, remember
 from app.settings import Settings
+from tests.support import golden_store
 from tests.support.builders import with_pod_status
 from tests.support.kube_schema import CUSTOM_KINDS, custom_resource_schema, schema_errors
 from tests.support.paths import ROOT
@@ -166,31 +167,25 @@ class Golden:
     One ``steps.yaml`` per scenario: per step the whole status and, per child, a digest of the object the hook
     returned. The requests are outputs of this fake and are not stored; the children's full content is
     pinned by the single-sync golden files (``tests/golden/<case>/response.json``), so a digest that moves
-    here points at a builder change that is readable there.
+    here points at a builder change that is readable there. A gang scenario's file may be stored as a patch
+    onto Volcano's (tests/support/golden_store.py): it is read, and compared, whole.
     """
 
     def __init__(self, folder: Path, update: bool) -> None:
         self.path = folder / "steps.yaml"
         self.update = update
         self.steps: list[dict[str, Any]] = []
-        self._recorded = [] if update else _recorded_steps(self.path)
+        self._recorded: list[dict[str, Any]] = [] if update else golden_store.load(self.path)
 
     def check(self, request: dict[str, Any], response: dict[str, Any]) -> None:
         step = {"step": len(self.steps) + 1, "status": response["status"], "children": _digests(response)}
         self.steps.append(step)
         if self.update:
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            self.path.write_text(yaml.safe_dump(self.steps, sort_keys=True, width=120))
+            golden_store.write(self.path, self.steps)
             return
         recorded = self._recorded[len(self.steps) - 1] if len(self.steps) <= len(self._recorded) else None
-        assert step == recorded, f"{self.path} step {step['step']} differs: run --update-golden and review"
-
-
-def _recorded_steps(path: Path) -> list[dict[str, Any]]:
-    if not path.exists():
-        raise AssertionError(f"{path} is missing: run pytest --update-golden and review it")
-    steps: list[dict[str, Any]] = yaml.safe_load(path.read_text())
-    return steps
+        where = golden_store.stored_as(self.path)
+        assert step == recorded, f"{where} step {step['step']} differs: run --update-golden and review"
 
 
 def _digests(response: dict[str, Any]) -> dict[str, str]:

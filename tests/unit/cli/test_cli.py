@@ -18,7 +18,8 @@ import pytest
 import yaml
 
 from app.api.ordering import requested
-from tests.support.golden_cases import response_path
+from tests.support import golden_store
+from tests.support.golden_cases import request_path, response_path
 from tests.support.kube_schema import schema_errors
 from tests.support.paths import ROOT
 
@@ -173,8 +174,8 @@ GOLDEN_RENDERS = {
 
 @pytest.mark.parametrize("name", GOLDEN_RENDERS, ids=list(GOLDEN_RENDERS))
 def test_render_prints_the_hooks_golden_children(name: str, tmp_path: Path) -> None:
-    request = json.loads((response_path(name).parent / "request.json").read_text())
-    expected = json.loads(response_path(name).read_text())["children"]
+    request = golden_store.load(request_path(name))
+    expected = golden_store.load(response_path(name))["children"]
     job = tmp_path / "job.yaml"
     job.write_text(yaml.safe_dump(request["parent"]))
     done = mpijob("render", str(job), *GOLDEN_RENDERS[name])

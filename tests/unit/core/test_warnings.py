@@ -7,12 +7,10 @@ golden status.
 
 from __future__ import annotations
 
-import json
 from datetime import UTC, datetime
 from typing import Any
 
 import pytest
-import yaml
 
 from app.api.defaults import with_defaults
 from app.api.types import JobStatus, MPIJob
@@ -22,9 +20,9 @@ from app.core.notices import notices
 from app.core.policies.gang_scheduling import Gang
 from app.core.reasons import REASON_LINT
 from app.core.status import WireCondition, write_conditions
+from tests.support import golden_store
 from tests.support.builders import JOB_UID, mpijob, sync_request
 from tests.support.golden_cases import run
-from tests.support.paths import GOLDEN
 from tests.unit.api.test_lint import CASES
 
 T0 = datetime(2026, 5, 4, 9, 0, 0, tzinfo=UTC)
@@ -98,13 +96,9 @@ def test_the_message_lists_warnings_not_infos() -> None:
 
 
 def _statuses() -> list[dict[str, Any]]:
-    found = [json.loads(p.read_text())["status"] for p in GOLDEN.glob("*/response.json")]
-    for steps in GOLDEN.glob("lifecycle/*/steps.yaml"):
-        found += [
-            s["status"]
-            for s in yaml.safe_load(steps.read_text()) or []
-            if isinstance(s, dict) and "status" in s
-        ]
+    found = [golden_store.load(p)["status"] for p in golden_store.stored("response.json")]
+    for steps in golden_store.stored("steps.yaml"):
+        found += [s["status"] for s in golden_store.load(steps) or [] if "status" in s]
     return found
 
 

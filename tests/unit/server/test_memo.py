@@ -9,6 +9,7 @@ import orjson
 from app.core.sync import Verdict
 from app.server.memo import ParentMemo
 from app.settings import Settings
+from tests.support import golden_store
 from tests.support.builders import mpijob, sync_request
 from tests.support.golden_cases import all_cases, sync_at_now
 
@@ -21,7 +22,9 @@ def _answer(body: bytes, settings: Settings, memo: ParentMemo[Verdict] | None) -
 def test_every_golden_case_answers_the_same_through_one_memo_twice() -> None:
     """The second pass reads verdicts the first pass stored: a sync that mutated a shared verdict (its
     status, templates or metadata) would change a later answer here."""
-    cases = [(name, path.read_bytes(), Settings(**settings)) for name, path, settings in all_cases()]
+    cases = [
+        (name, golden_store.read_bytes(path), Settings(**settings)) for name, path, settings in all_cases()
+    ]
     expected = {name: _answer(body, settings, None) for name, body, settings in cases}
     memo: ParentMemo[Verdict] = ParentMemo()
     for _ in range(2):
