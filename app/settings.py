@@ -17,7 +17,7 @@ from pydantic import Field, field_validator, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from app.api.child_names import cluster_domain_setting
-from app.api.ordering import parse_labels
+from app.api.hostfile_order_annotations import parse_labels
 from app.core.config import SyncConfig
 from app.kube.gang import gang_scheduler, gang_setting
 from app.kube.in_cluster import SERVICE_ACCOUNT_DIR, EventsAccess, in_cluster_server

@@ -19,8 +19,9 @@ from typing import Any
 
 import orjson
 
-from app.api import child_names, ordering
+from app.api import child_names
 from app.api.defaults import Job
+from app.api.hostfile_order_annotations import MAX_HEADER_BYTES, MAX_TABLE_BYTES, asks_topology_order
 from app.api.types import MPIImplementation
 
 INT32_MAX = 2**31 - 1
@@ -69,7 +70,7 @@ def digits_total(count: int) -> int:
 
 def config_bytes(job: Job, cluster_domain: str) -> int:
     """JSON-encoded size of ``hostfile`` plus ``discover_hosts.sh`` when every worker runs; an ordered
-    hostfile's first line and ``hostfile-order`` table at their bounds."""
+    job's order header and order table (``hostfile-order``) at their bounds."""
     replicas, slots = job.worker_replicas, job.slots_per_worker
     tail = len(child_names.host_suffix(job.name, job.namespace, cluster_domain))
     openmpi = job.mpi_implementation == MPIImplementation.OPENMPI
@@ -78,11 +79,11 @@ def config_bytes(job: Job, cluster_domain: str) -> int:
     launcher_host = len(child_names.launcher_name(job.name)) + tail if job.run_launcher_as_worker else 0
     hosts = replicas + (1 if job.run_launcher_as_worker else 0)
     hostfile = worker_hosts + launcher_host + hosts * (slot_suffix + _NEWLINE)
-    if ordering.requested(job.metadata.annotations):
+    if asks_topology_order(job.metadata.annotations):
         if openmpi:  # one bare line per slot; the launcher by its short name (app.children.configmap)
             short_launcher = launcher_host - tail if job.run_launcher_as_worker else 0
             hostfile = slots * (worker_hosts + short_launcher + hosts * _NEWLINE)
-        hostfile += ordering.MAX_HEADER_BYTES + ordering.MAX_TABLE_BYTES + ordering.MAX_TABLE_BYTES // 16
+        hostfile += MAX_HEADER_BYTES + MAX_TABLE_BYTES + MAX_TABLE_BYTES // 16
     discover = len(_SHEBANG) + worker_hosts + launcher_host + hosts * (len(_ECHO) + _NEWLINE)
     return hostfile + discover
 

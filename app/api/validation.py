@@ -19,7 +19,7 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from app.api import child_names, field_path, limits, ordering
+from app.api import child_names, field_path, hostfile_order_annotations, limits
 from app.api.defaults import Job, Replica
 from app.api.template_shape import INT64_MAX, INT64_MIN, template_problems
 from app.api.types import (
@@ -135,11 +135,11 @@ def _validate_sizes(job: Job, cluster_domain: str, annotation_budget: bool) -> l
 
 def _validate_annotations(job: Job) -> list[FieldError]:
     """Ours: the gang topology annotation names a node label key, else the PodGroup could never be made;
-    the hostfile order's annotations say what ``app.api.ordering`` reads."""
+    the hostfile order's annotations say what ``app.api.hostfile_order_annotations`` reads."""
     annotations = job.metadata.annotations
     errors = [
         FieldError(f"metadata.annotations[{key}]", "Invalid", detail, value)
-        for key, value, detail in ordering.problems(annotations)
+        for key, value, detail in hostfile_order_annotations.problems(annotations)
     ]
     key = child_names.GANG_TOPOLOGY_ANNOTATION
     value = annotations.get(key, "").strip()

@@ -7,14 +7,14 @@ from typing import Any
 
 from app.api.defaults import Job
 from app.api.types import MPIImplementation
-from app.children.host_order import ORDER_KEY, HostOrder
+from app.children.hostfile_order_lines import ORDER_KEY, HostfileOrder
 from app.kube import names
 
 
-def hostfile(job: Job, cluster_domain: str, order: HostOrder | None = None) -> str:
-    """One line per host from the spec (not from Pod state): ``host slots=N`` or ``host:N``; in upstream's
-    order (launcher first, then workers by index) unless the job's hostfile is ordered (``order``), when
-    Open MPI's lines take the sequential mapper's form."""
+def hostfile(job: Job, cluster_domain: str, order: HostfileOrder | None = None) -> str:
+    """One line per host from the spec (not from Pod state): ``host slots=N`` or ``host:N``; in index order
+    (launcher first, then workers by index) unless the job is ordered (``order``: its hostfile order, the
+    order header first), when Open MPI's lines take the sequential mapper's form."""
     name = job.name
     suffix = names.host_suffix(name, job.namespace, cluster_domain)
     slots = job.slots_per_worker
@@ -40,7 +40,7 @@ def _sequential_lines(job: Job, host: str, suffix: str) -> str:
 
 
 def upstream_hosts(job: Job) -> list[str]:
-    """The hosts in upstream's order: the launcher first (``runLauncherAsWorker``), then workers by index."""
+    """The hosts in index order (upstream's): the launcher first (``runLauncherAsWorker``), then workers."""
     hosts = [names.launcher_name(job.name)] if job.run_launcher_as_worker else []
     return hosts + [names.worker_name(job.name, i) for i in range(job.worker_replicas)]
 
@@ -58,10 +58,10 @@ def build_configmap(
     job: Job,
     running_workers: Iterable[str],
     cluster_domain: str,
-    order: HostOrder | None = None,
+    order: HostfileOrder | None = None,
     kept: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
-    """``kept``: an ordered hostfile and its table as they are (a finished job's)."""
+    """``kept``: the kept order, a finished ordered job's hostfile and order table as they are."""
     data = {
         names.DISCOVER_HOSTS_KEY: discover_hosts(job, running_workers, cluster_domain),
         names.HOSTFILE_KEY: hostfile(job, cluster_domain, order),

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.api import ordering
 from app.api.defaults import Job, Replica
+from app.api.hostfile_order_annotations import asks_topology_order
 from app.api.types import MPIImplementation
 from app.children import pods
 from app.children.launcher_wait import with_wait_for_workers
@@ -65,7 +65,7 @@ def hostfile_order_env(job: Job) -> list[dict[str, str]]:
     """Ours: an ordered Open MPI hostfile (a line per slot) is followed only by the sequential mapper.
     Defaults both versions read and the other ignores, so ``mpirun`` needs no flag; a mapping the user
     passes still wins. Only with the hook's hostfile: Trainer's ``host slots=N`` would break under it."""
-    if job.mpi_implementation != MPIImplementation.OPENMPI or not ordering.requested(
+    if job.mpi_implementation != MPIImplementation.OPENMPI or not asks_topology_order(
         job.metadata.annotations
     ):
         return []

@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api import ordering
 from app.api.defaults import Job
+from app.api.hostfile_order_annotations import asks_topology_order
 from app.api.types import MPIImplementation
-from app.children import host_order
+from app.children import hostfile_order_lines
 from app.kube import names
 
 # The default bound on the wait. Workers may take minutes to pull a large image; past this, mpirun meets
@@ -96,8 +96,9 @@ else
 fi
 ); exit 0
 """.replace("PARALLEL", str(_PARALLEL))
-# Ours, for a job whose hostfile is ordered (``app.children.host_order``): wait until the hostfile's first
-# line says the order is final (with runLauncherAsWorker: final for this very Pod, named by the downward API).
+# Ours, for an ordered job (``app.children.hostfile_order_lines``): wait until the order header, the
+# hostfile's first line, says the order is final (with runLauncherAsWorker: final for this very Pod, named by
+# the downward API).
 POD_ENV = "MPI_HOOK_POD_NAME"
 _ORDER_WAIT = r"""  until read -r first < "$hostfile" && case $first in
       "FINAL_MARK"*) [ -z "${POD_ENV:-}" ] || [ "${first##*"LAUNCHER_POD"}" = "$POD_ENV" ];;
@@ -116,8 +117,8 @@ _ONCE_EACH = """  case " $hosts " in *" $host "*) continue;; esac
 ORDERED_SCRIPT = SCRIPT.replace("ONCE_EACH\n", _ONCE_EACH).replace(
     "ORDER_WAIT\n",
     _ORDER_WAIT.replace("POD_ENV", POD_ENV)
-    .replace("FINAL_MARK", host_order.FINAL)
-    .replace("LAUNCHER_POD", host_order.LAUNCHER_POD),
+    .replace("FINAL_MARK", hostfile_order_lines.FINAL)
+    .replace("LAUNCHER_POD", hostfile_order_lines.LAUNCHER_POD),
 )
 SCRIPT = SCRIPT.replace("ORDER_WAIT\n", "").replace("ONCE_EACH\n", "")
 
@@ -148,7 +149,7 @@ def with_wait_for_workers(spec: dict[str, Any], job: Job) -> dict[str, Any]:
         return spec
     first = containers[0]
     self_host = names.launcher_name(job.name) if job.run_launcher_as_worker else "-"
-    ordered = ordering.requested(job.metadata.annotations)
+    ordered = asks_topology_order(job.metadata.annotations)
     script = ORDERED_SCRIPT if ordered else SCRIPT
     command = ["sh", "-c", script, names.WAIT_FOR_WORKERS_CONTAINER, str(bound), self_host]
     if job.mpi_implementation != MPIImplementation.OPENMPI:

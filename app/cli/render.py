@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 import orjson
 import yaml
 
-from app.api.ordering import ORDER_ANNOTATION, requested
+from app.api.hostfile_order_annotations import ORDER_ANNOTATION, asks_topology_order
 from app.api.types import API_VERSION, OLD_API_VERSIONS, LauncherCreationPolicy
 from app.cli.commands import documents, error, job_name, mpijobs
 from app.cli.exits import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
@@ -251,13 +251,13 @@ def redact(child: dict[str, Any]) -> dict[str, Any]:
 
 
 def _order_summary(doc: Document, job: dict[str, Any], result: Any, cluster: Cluster) -> str:
-    """``--nodes``: the rendered hostfile's first line (where its order stands) as a comment on stdout;
-    on stderr, why it is not ordered by the nodes of ``cluster``."""
-    from app.children.host_order import MARK
+    """``--nodes``: the rendered order header (the hostfile's first line: where its order stands) as a comment
+    on stdout; on stderr, why it is not ordered by the nodes of ``cluster``."""
+    from app.children.hostfile_order_lines import MARK
     from app.kube import names
 
     where = f"{doc.source}: MPIJob {job_name(job)}"
-    if not requested(job["metadata"].get("annotations") or {}):
+    if not asks_topology_order(job["metadata"].get("annotations") or {}):
         error(
             f"{where} keeps upstream's hostfile order (no annotation {ORDER_ANNOTATION}: topology):"
             f" the nodes in {cluster.source} change nothing"

@@ -7,7 +7,7 @@ user must know before the job runs on Trainer, not a list of everything that is 
 from __future__ import annotations
 
 from app.api.defaults import DEFAULT_SSH_AUTH_MOUNT_PATH, Job, gang_size
-from app.api.ordering import ORDER_ANNOTATION, requested
+from app.api.hostfile_order_annotations import ORDER_ANNOTATION, asks_topology_order
 from app.api.types import CleanPodPolicy, LauncherCreationPolicy, ReplicaType, RestartPolicy
 from app.children import pods
 from app.children.podgroup import gang_job, priority_class_name
@@ -47,8 +47,8 @@ def derived_notes(job: Job, gang: GangScheduler | None) -> list[str]:
 
 
 def order_notes(job: Job) -> list[str]:
-    """A hostfile in topology order is the hook's (``app.api.ordering``): Trainer lists hosts by index."""
-    if not requested(job.metadata.annotations):
+    """Topology order is the hook's (``app.api.hostfile_order_annotations``): Trainer keeps index order."""
+    if not asks_topology_order(job.metadata.annotations):
         return []
     return [
         f"metadata.annotations[{ORDER_ANNOTATION}] topology: the hook's; Trainer writes the hostfile in"

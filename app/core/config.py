@@ -18,6 +18,6 @@ class SyncConfig:
     # Metacontroller applies with dynamic-apply, so each child must fit its 256 KiB last-applied
     # annotation (``app.api.limits``); False under server-side apply.
     annotation_budget: bool = True
-    # Ours: the node labels, coarsest first, by which a job that asks for ``hostfile-order: topology``
-    # without its own list is ordered (``MPI_OPERATOR_HOSTFILE_ORDER_LABELS``).
+    # Ours: the order labels, coarsest first, of a job that asks for ``hostfile-order: topology``
+    # without its own list (``MPI_OPERATOR_HOSTFILE_ORDER_LABELS``).
     hostfile_order_labels: tuple[str, ...] = ()

@@ -3,7 +3,7 @@
 With them ``/sync`` counts Running launcher Pods and explains launcher failures as upstream does. When
 the CompositeController declares the PodGroup child of a gang scheduler (``app.kube.gang``), it also asks
 for every PriorityClass: their values rank the replicas in the PodGroup's minResources, as upstream's
-PriorityClass lister does. A job whose hostfile is ordered by its nodes' labels (``app.api.ordering``)
+PriorityClass lister does. An ordered job (``app.api.hostfile_order_annotations``: topology order)
 asks for the Nodes too, bounded by a label selector. The request is decoded and checked by the wire layer
 (``app.kube.request``).
 """
@@ -13,7 +13,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from app.api.ordering import order_labels
+from app.api.hostfile_order_annotations import order_labels
 from app.core.config import SyncConfig
 from app.kube import names
 from app.kube.request import decode_customize_request

@@ -29,7 +29,9 @@ def desired_children(
     attempt, scheduler = plan.restarts.attempt, plan.gang.scheduler
     children: list[dict[str, Any]] = [
         build_service(job),
-        build_configmap(job, plan.workers.running, cluster_domain, plan.hostfile.order, plan.hostfile.kept),
+        build_configmap(
+            job, plan.workers.running, cluster_domain, plan.hostfile_order.order, plan.hostfile_order.kept
+        ),
         build_ssh_secret(job, observed.secret, keys),
     ]
     if plan.gang.podgroup and scheduler is not None:

@@ -8,7 +8,7 @@ values it needs from the decisions before it. The status (``status.next_status``
    launcher.) Is it suspended (``suspension``)?
 2. Which children count, and does a failure restart or fail the job (``failure``)?
 3. Upstream's worker list, and does the job end now, and how (``finishing``: the ``Ending``)?
-4. The hostfile's order and whether the launcher may start on it (``hostfile_order``), which workers to
+4. The hostfile order and whether the launcher may start on it (``hostfile_order``), which workers to
    return (``worker_pods``), whether the launcher Job is kept or created (``launcher_creation``), whether
    the Pods join a PodGroup and the response has it (``gang_scheduling``).
 5. Which conditions change and why, and the start and completion times (``stage``, ``notices``).
@@ -46,8 +46,8 @@ class Inputs:
     # ``mpijob lint``'s findings on this job as one message, or None.
     warning: str | None
     now: datetime
-    # What the job's hostfile is ordered by (None: upstream's order).
-    ordering: hostfile_order.Ordering | None = None
+    # What an ordered job's hostfile order is made from (None: index order).
+    topology_order: hostfile_order.TopologyOrder | None = None
 
 
 @dataclass(frozen=True)
@@ -60,7 +60,7 @@ class Plan:
     workers: worker_pods.WorkerPods
     launcher_job: launcher_creation.LauncherJobDecision
     gang: gang_scheduling.Gang
-    hostfile: hostfile_order.HostfileDecision
+    hostfile_order: hostfile_order.HostfileOrderDecision
     # The stage conditions and the times; the notices (GangSchedulingUnavailable, GangScheduled, the lint
     # Warning).
     stage: stage.Stage
@@ -102,8 +102,8 @@ def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
     workers = worker_pods.decide(
         job, current, counts, hold=hold, cleaning=finish.cleaning, finished_before=finished_before
     )
-    ordering = hostfile_order.decide(job, current, inputs.ordering, finished_before=finished_before)
-    hold_launcher = hold or not ordering.launcher_may_start
+    order = hostfile_order.decide(job, current, inputs.topology_order, finished_before=finished_before)
+    hold_launcher = hold or not order.launcher_may_start
     launcher = launcher_creation.decide(
         job, current, listed, finished_before=finished_before, suspended=paused.suspended, hold=hold_launcher
     )
@@ -120,7 +120,7 @@ def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
     progress = stage.Progress(finished_before, paused, restarts, finish.ending, launcher_job, workers)
     advice = notices(finished_before, gang, inputs.gang, inputs.warning, podgroup_name(job.name))
     staged = stage.decide(job, progress, inputs.now)
-    return Plan(finished_before, paused, restarts, finish, workers, launcher, gang, ordering, staged, advice)
+    return Plan(finished_before, paused, restarts, finish, workers, launcher, gang, order, staged, advice)
 
 
 def _hold(finish: finishing.Finishing, restarts: failure.Restarts, paused: suspension.Suspension) -> bool:

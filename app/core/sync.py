@@ -20,7 +20,7 @@ from enum import StrEnum
 from typing import Any
 
 from app.api.defaults import Job, with_defaults
-from app.api.ordering import order_labels
+from app.api.hostfile_order_annotations import order_labels
 from app.api.types import KUBEFLOW_JOB_CONTROLLER, JobStatus, ObjectMeta
 from app.api.validation import FieldError, aggregate, validate
 from app.children.templates import PodTemplates, pod_templates
@@ -32,7 +32,7 @@ from app.core.lint_warning import lint_message, without_warning
 from app.core.observed import classify, find_launcher_job
 from app.core.plan import Inputs, make_plan
 from app.core.policies.finishing import has_finished
-from app.core.policies.hostfile_order import Ordering
+from app.core.policies.hostfile_order import TopologyOrder
 from app.core.status import invalid_status, next_status
 from app.core.timings import Timing, phase_timings
 from app.kube import names
@@ -156,8 +156,8 @@ def _reconcile(
     job = verdict.job
     observed = classify(job.name, request)
     labels = order_labels(job.metadata.annotations, config.hostfile_order_labels)
-    ordering = None if labels is None else Ordering(labels, config.cluster_domain)
-    plan = make_plan(job, observed, Inputs(config.gang, verdict.warning, now, ordering))
+    topology = None if labels is None else TopologyOrder(labels, config.cluster_domain)
+    plan = make_plan(job, observed, Inputs(config.gang, verdict.warning, now, topology))
     status, events = next_status(job, plan, verdict.stored, now)
     timings = phase_timings(verdict.stored, status, events) if events else ()
     children = desired_children(job, plan, observed, verdict.templates, keys, config.cluster_domain)

@@ -236,7 +236,7 @@ class ObservedNode(msgspec.Struct, frozen=True, gc=False):
 
 class Related(msgspec.Struct, frozen=True, gc=False):
     pods: dict[str, ObservedPod] | None = msgspec.field(default=None, name="Pod.v1")
-    # Cluster-scoped, v2 hooks only, asked for a job whose hostfile is ordered by its nodes' labels.
+    # Cluster-scoped, v2 hooks only, asked for an ordered job (its hostfile in topology order).
     nodes: dict[str, ObservedNode] | None = msgspec.field(default=None, name="Node.v1")
     # Cluster-scoped: delivered to hook version v2 only, when the customize hook asks (gang scheduling).
     priority_classes: dict[str, ObservedPriorityClass] | None = msgspec.field(
@@ -259,7 +259,7 @@ class ParentHead(msgspec.Struct, frozen=True, gc=False):
 class ParentName(msgspec.Struct, frozen=True, gc=False):
     name: str = ""
     namespace: str = ""
-    # Whether the job's hostfile is ordered (``app.api.ordering``) decides what the hook asks for.
+    # Whether the job is ordered (``app.api.hostfile_order_annotations``) decides what the hook asks for.
     annotations_json: msgspec.Raw = msgspec.field(default=_NULL, name="annotations")
 
     @property

@@ -7,8 +7,8 @@ from pathlib import Path
 
 import yaml
 
-from app.api.ordering import requested
-from app.children.host_order import PENDING
+from app.api.hostfile_order_annotations import asks_topology_order
+from app.children.hostfile_order_lines import PENDING
 from app.kube.names import GANG_TOPOLOGY_ANNOTATION
 from tests.e2e import jobs
 from tests.e2e.conftest import E2E
@@ -33,7 +33,9 @@ def test_examples_apply_unchanged_and_start(e2e: E2E, ns: str) -> None:
         if GANG_TOPOLOGY_ANNOTATION in d["metadata"].get("annotations", {})
     }
     # A job in topology order gets its launcher once its workers are bound: never here, without a scheduler.
-    ordered = {d["metadata"]["name"] for d in manifests if requested(d["metadata"].get("annotations", {}))}
+    ordered = {
+        d["metadata"]["name"] for d in manifests if asks_topology_order(d["metadata"].get("annotations", {}))
+    }
     want: dict[str, set[str]] = {kind: set() for kind in jobs.CHILD_KINDS}
     for name, spec in specs.items():
         job = jobs.wait_condition(kube, ns, name, "Created")

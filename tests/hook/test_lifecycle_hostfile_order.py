@@ -9,8 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from app.api.ordering import LABELS_ANNOTATION, ORDER_ANNOTATION
-from app.children import host_order
+from app.api.hostfile_order_annotations import LABELS_ANNOTATION, ORDER_ANNOTATION
+from app.children import hostfile_order_lines
 from app.settings import Settings
 from tests.hook.test_lifecycle import (
     CONFIGMAP,
@@ -69,17 +69,17 @@ def test_created_bound_then_the_launcher_on_the_final_order(update_golden: bool)
     mc.apply_mpijob(ordered(mpijob().workers(3).impl("MPICH").slots(2)))
 
     assert mc.sync() == Writes(status=1, created=[SERVICE, CONFIGMAP, SECRET, pod(0), pod(1), pod(2)])
-    assert hostfile(mc)[0] == f"{host_order.PENDING}, 0 of 3 hosts bound to nodes"
+    assert hostfile(mc)[0] == f"{hostfile_order_lines.PENDING}, 0 of 3 hosts bound to nodes"
     steady(mc)
     assert mc.names("Job") == []
 
     bind(mc, worker_0="n4", worker_1="n5")
     assert mc.sync() == Writes(updated=[CONFIGMAP])
-    assert hostfile(mc)[0] == f"{host_order.PENDING}, 2 of 3 hosts bound to nodes"
+    assert hostfile(mc)[0] == f"{hostfile_order_lines.PENDING}, 2 of 3 hosts bound to nodes"
     bind(mc, worker_2="n1")
     assert mc.sync() == Writes(updated=[CONFIGMAP])
     assert hostfile(mc) == [
-        f"{host_order.FINAL} {BLOCK}, {RACK}",
+        f"{hostfile_order_lines.FINAL} {BLOCK}, {RACK}",
         f"pi-worker-2{SUFFIX}:2",  # b1 r1
         f"pi-worker-1{SUFFIX}:2",  # b1, no rack
         f"pi-worker-0{SUFFIX}:2",  # b2 r2
@@ -87,7 +87,7 @@ def test_created_bound_then_the_launcher_on_the_final_order(update_golden: bool)
     assert mc.names("Job") == []
     assert mc.sync() == Writes(created=[LAUNCHER])
     steady(mc)
-    table = mc.get("ConfigMap", "pi-config")["data"][host_order.ORDER_KEY]  # type: ignore[index]
+    table = mc.get("ConfigMap", "pi-config")["data"][hostfile_order_lines.ORDER_KEY]  # type: ignore[index]
     assert table.splitlines()[1:] == [
         "1 pi-worker-2 n1 b1 r1",
         "2 pi-worker-1 n5 b1 -",
@@ -115,7 +115,7 @@ def test_a_replaced_worker_joins_the_order_at_its_new_node(update_golden: bool) 
 
     mc.delete("Pod", "pi-worker-1")  # lost with its node: Metacontroller re-creates it
     assert mc.sync() == Writes(created=[pod(1)], updated=[CONFIGMAP])
-    assert hostfile(mc)[0].startswith(host_order.PENDING)
+    assert hostfile(mc)[0].startswith(hostfile_order_lines.PENDING)
     bind(mc, worker_1="n4")
     assert mc.sync() == Writes(updated=[CONFIGMAP])
     assert hostfile(mc)[1:] == [f"pi-worker-0{SUFFIX}"] * 2 + [f"pi-worker-1{SUFFIX}"] * 2
@@ -131,13 +131,13 @@ def test_the_launcher_as_worker_is_placed_by_its_own_pod(update_golden: bool) ->
     assert mc.sync() == Writes(status=1, created=[SERVICE, CONFIGMAP, SECRET, pod(0), pod(1), LAUNCHER])
     bind(mc, worker_0="n4", worker_1="n1")
     steady(mc)
-    assert hostfile(mc)[0].startswith(host_order.PENDING)
+    assert hostfile(mc)[0].startswith(hostfile_order_lines.PENDING)
 
     first = mc.start_launcher_pod("Pending")
     mc.bind(first, "n3")
     steady(mc)
     assert hostfile(mc) == [
-        f"{host_order.FINAL} {BLOCK}, {RACK}{host_order.LAUNCHER_POD}{first}",
+        f"{hostfile_order_lines.FINAL} {BLOCK}, {RACK}{hostfile_order_lines.LAUNCHER_POD}{first}",
         f"pi-worker-1{SUFFIX}",
         "pi-launcher",
         f"pi-worker-0{SUFFIX}",
@@ -146,7 +146,7 @@ def test_the_launcher_as_worker_is_placed_by_its_own_pod(update_golden: bool) ->
     retry = mc.start_launcher_pod("Pending")
     mc.bind(retry, "n2")
     steady(mc)
-    assert hostfile(mc)[0].endswith(f"{host_order.LAUNCHER_POD}{retry}")
+    assert hostfile(mc)[0].endswith(f"{hostfile_order_lines.LAUNCHER_POD}{retry}")
     assert hostfile(mc)[1:] == [f"pi-worker-1{SUFFIX}", "pi-launcher", f"pi-worker-0{SUFFIX}"]
 
 
@@ -165,7 +165,7 @@ def test_suspend_and_resume_order_the_new_pods(update_golden: bool) -> None:
     mc.apply_mpijob(ordered(mpijob().workers(2).suspend(), **{LABELS_ANNOTATION: RACK}))
     steady(mc)
     assert (mc.names("Pod"), mc.names("Job")) == ([], [])
-    assert hostfile(mc)[0] == f"{host_order.PENDING}, 0 of 2 hosts bound to nodes"
+    assert hostfile(mc)[0] == f"{hostfile_order_lines.PENDING}, 0 of 2 hosts bound to nodes"
 
     mc.apply_mpijob(ordered(mpijob().workers(2).suspend(False), **{LABELS_ANNOTATION: RACK}))
     steady(mc)

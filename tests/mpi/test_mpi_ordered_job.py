@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from app.api.ordering import LABELS_ANNOTATION, ORDER_ANNOTATION
-from app.children import host_order
+from app.api.hostfile_order_annotations import LABELS_ANNOTATION, ORDER_ANNOTATION
+from app.children import hostfile_order_lines
 from tests.mpi.builds import Build
 from tests.mpi.jobs import job_for, run_job
 from tests.mpi.test_mpi_hostfile_order import placed
@@ -33,7 +33,7 @@ def test_the_hooks_ordered_hostfile_is_followed_without_a_flag(build: Build, hel
     job = job_for(build, hello_dir, workers=3, slots=2)
     job["metadata"]["annotations"] = {ORDER_ANNOTATION: "topology", LABELS_ANNOTATION: RACK}
     outcome = run_job(build, job, placement=bind_across_racks)
-    assert outcome.hostfile.startswith(f"{host_order.FINAL} {RACK}\n"), outcome.hostfile
+    assert outcome.hostfile.startswith(f"{hostfile_order_lines.FINAL} {RACK}\n"), outcome.hostfile
     expected = ["hello-worker-2"] * 2 + ["hello-worker-0"] * 2 + ["hello-worker-1"] * 2
     assert slot_hosts(outcome.hostfile) == expected
     assert placed(outcome) == expected

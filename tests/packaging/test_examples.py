@@ -12,7 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.api.ordering import requested
+from app.api.hostfile_order_annotations import asks_topology_order
 from app.settings import Settings
 from tests.support import paths
 from tests.support.builders import JOB_UID, observe, sync_request, with_job_status, with_pod_status
@@ -57,7 +57,7 @@ def test_example_first_sync(path: Path) -> None:
     gang = (["PodGroup"] if podgroup else []) + (["Workload"] if podgroup == "kubernetes" else [])
     expected = ["ConfigMap", "Secret", "Service", *["Pod"] * workers, *gang]
     # An ordered hostfile is final, and the launcher created, once the workers are bound.
-    if job["spec"].get("launcherCreationPolicy", "AtStartup") == "AtStartup" and not requested(
+    if job["spec"].get("launcherCreationPolicy", "AtStartup") == "AtStartup" and not asks_topology_order(
         job["metadata"].get("annotations", {})
     ):
         expected.append("Job")
@@ -85,7 +85,8 @@ def test_example_reaches_running(path: Path) -> None:
     ]
     job["status"] = first["status"]
     second = run(sync_request(job, children, podgroup=podgroup), settings)
-    if requested(job["metadata"].get("annotations", {})):  # the final hostfile is stored, then the launcher
+    # An ordered job: the final hostfile is stored, then the launcher.
+    if asks_topology_order(job["metadata"].get("annotations", {})):
         config = next(c for c in second["children"] if c["kind"] == "ConfigMap")
         children = [observe(config) if c["kind"] == "ConfigMap" else c for c in children]
         job["status"] = second["status"]

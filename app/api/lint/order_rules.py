@@ -1,6 +1,6 @@
-"""The rule about the hostfile's topology order (ours, ``app.api.ordering``): for an ordered Open MPI job the
-hook makes the sequential mapper both versions' default (``app.children.launcher_job``), which a mapping the
-user passes replaces; then Open MPI places ranks its own way, not on the hostfile's lines in order
+"""The rule about topology order (ours, ``app.api.hostfile_order_annotations``): for an ordered Open MPI job
+the hook makes the sequential mapper both versions' default (``app.children.launcher_job``), which a mapping
+the user passes replaces; then Open MPI places ranks its own way, not on the hostfile's lines in order
 (docs/user-guide.md, "Making mpirun follow the order"). MPICH and Intel MPI follow the file's order already.
 """
 
@@ -9,10 +9,10 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from app.api.defaults import Job
+from app.api.hostfile_order_annotations import ORDER_ANNOTATION, asks_topology_order
 from app.api.lint import mpi_commands, reading
 from app.api.lint.catalog import Rule
 from app.api.lint.findings import Finding, Severity
-from app.api.ordering import ORDER_ANNOTATION, requested
 from app.api.types import MPIImplementation, ReplicaType
 
 SEQUENTIAL = "seq"
@@ -28,7 +28,8 @@ _FIX = (
 
 
 def hostfile_order_not_followed(job: Job) -> Iterator[Finding]:
-    if job.mpi_implementation != MPIImplementation.OPENMPI or not requested(job.metadata.annotations):
+    annotations = job.metadata.annotations
+    if job.mpi_implementation != MPIImplementation.OPENMPI or not asks_topology_order(annotations):
         return
     for index, container in enumerate(reading.containers(job, ReplicaType.LAUNCHER)):
         found = mpi_commands.launch_line(container)

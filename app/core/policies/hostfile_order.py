@@ -1,17 +1,18 @@
-"""Ours: the hostfile in topology order (``mpi-operator-hook/hostfile-order: topology``), and when the
-launcher may start on it.
+"""Ours: the hostfile order of an ordered job (``mpi-operator-hook/hostfile-order: topology``), and when
+the launcher may start on it.
 
 Each host (the launcher with ``runLauncherAsWorker``, then the workers) is placed by the node its Pod is
 bound to: hosts are sorted by that node's values of the order labels, coarsest first, a node lacking a
-label after those that have it; then by node name, so one node's Pods are neighbours; then by upstream's
-position, so equal hosts keep index order. Rank neighbours thus share the finest domain they can.
+label after those that have it; then by node name, so one node's Pods are neighbours; then by index
+order, so equal hosts keep it. Rank neighbours thus share the finest domain they can.
 
-The order is final once every host is bound; until then the hostfile keeps upstream's order and says the
-order is pending. The launcher Job is created only once the final hostfile is stored, so its Pod mounts
-the order ``mpirun`` will use (with ``WaitForWorkersReady`` too). A launcher-as-worker is itself a host
-that is placed only once its Pod is bound: that launcher is created as usual, and its ``wait-for-workers``
-holds ``mpirun`` until the hostfile it sees names its own Pod (``app.children.launcher_wait``). A finished
-job keeps the hostfile it ran on (its workers may be gone), as upstream keeps a finished job's ConfigMap.
+The order is final once every host is bound; until then it is pending: the hostfile keeps index order and
+its order header says so. The launcher Job is created only once the final hostfile is stored, so its Pod
+mounts the order ``mpirun`` will use (with ``WaitForWorkersReady`` too). A launcher-as-worker is itself a
+host that is placed only once its Pod is bound: that launcher is created as usual, and its
+``wait-for-workers`` holds ``mpirun`` until the hostfile it sees names its own Pod
+(``app.children.launcher_wait``). A finished job keeps the hostfile it ran on (its workers may be gone), as
+upstream keeps a finished job's ConfigMap: the kept order.
 """
 
 from __future__ import annotations
@@ -21,7 +22,7 @@ from dataclasses import dataclass
 
 from app.api.defaults import Job
 from app.children.configmap import hostfile, upstream_hosts
-from app.children.host_order import ORDER_KEY, HostOrder, Placement
+from app.children.hostfile_order_lines import ORDER_KEY, HostfileOrder, Placement
 from app.core.observed import Observed
 from app.kube import names
 from app.kube.pod_phase import PodPhase
@@ -29,42 +30,42 @@ from app.kube.request import ObservedPod
 
 
 @dataclass(frozen=True, slots=True)
-class HostfileDecision:
-    # None: upstream's order (the job did not ask for topology order).
-    order: HostOrder | None = None
+class HostfileOrderDecision:
+    # None: index order (the job did not ask for topology order).
+    order: HostfileOrder | None = None
     # The launcher Job may be created as far as the order goes.
     launcher_may_start: bool = True
-    # A finished job's ordered hostfile and table, kept as stored: the order its ranks ran in.
+    # The kept order: a finished job's hostfile and order table as stored, the order its ranks ran in.
     kept: Mapping[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
-class Ordering:
-    """What a job's order is made from besides what exists: its labels (``app.api.ordering.order_labels``)
-    and the cluster domain its host names end in."""
+class TopologyOrder:
+    """What an ordered job's hostfile order is made from besides what exists: its order labels
+    (``app.api.hostfile_order_annotations.order_labels``) and the cluster domain its host names end in."""
 
     labels: tuple[str, ...]
     cluster_domain: str = ""
 
 
 def decide(
-    job: Job, observed: Observed, ordering: Ordering | None, *, finished_before: bool
-) -> HostfileDecision:
-    """``ordering``: None for upstream's order; ``observed``: the current attempt."""
-    if ordering is None:
-        return HostfileDecision()
-    order = host_order(job, observed, ordering.labels)
+    job: Job, observed: Observed, topology: TopologyOrder | None, *, finished_before: bool
+) -> HostfileOrderDecision:
+    """``topology``: None for index order; ``observed``: the current attempt."""
+    if topology is None:
+        return HostfileOrderDecision()
+    order = hostfile_order(job, observed, topology.labels)
     if finished_before and observed.stored_config is not None:
         kept = {key: observed.stored_config.get(key, "") for key in (names.HOSTFILE_KEY, ORDER_KEY)}
-        return HostfileDecision(order, kept=kept)
+        return HostfileOrderDecision(order, kept=kept)
     if job.run_launcher_as_worker:
-        return HostfileDecision(order)
-    stored = observed.stored_hostfile == hostfile(job, ordering.cluster_domain, order)
-    return HostfileDecision(order, launcher_may_start=order.final and stored)
+        return HostfileOrderDecision(order)
+    stored = observed.stored_hostfile == hostfile(job, topology.cluster_domain, order)
+    return HostfileOrderDecision(order, launcher_may_start=order.final and stored)
 
 
-def host_order(job: Job, observed: Observed, labels: tuple[str, ...]) -> HostOrder:
-    """The hosts placed by their nodes: sorted once all are bound, upstream's order until then."""
+def hostfile_order(job: Job, observed: Observed, labels: tuple[str, ...]) -> HostfileOrder:
+    """The hosts placed by their nodes: sorted once all are bound (final), index order until then."""
     pods: list[ObservedPod | None] = []
     launcher = None
     if job.run_launcher_as_worker:
@@ -76,11 +77,11 @@ def host_order(job: Job, observed: Observed, labels: tuple[str, ...]) -> HostOrd
         for host, pod in zip(upstream_hosts(job), pods, strict=True)
     ]
     launcher_pod = launcher.metadata.name if launcher is not None and launcher.spec.nodeName else ""
-    order = HostOrder(labels, tuple(placements), launcher_pod)
+    order = HostfileOrder(labels, tuple(placements), launcher_pod)
     if not order.final:
         return order
     ranked = sorted(enumerate(placements), key=lambda item: (_sort_key(item[1]), item[0]))
-    return HostOrder(labels, tuple(p for _, p in ranked), launcher_pod)
+    return HostfileOrder(labels, tuple(p for _, p in ranked), launcher_pod)
 
 
 def current_launcher_pod(pods: list[ObservedPod]) -> ObservedPod | None:

@@ -12,12 +12,13 @@ from typing import Any
 import orjson
 import pytest
 
-from app.api import limits, ordering
+from app.api import limits
 from app.api.defaults import Job, with_defaults
+from app.api.hostfile_order_annotations import MAX_HEADER_BYTES, MAX_LABELS, MAX_TABLE_BYTES, ORDER_ANNOTATION
 from app.api.types import MPIJob
 from app.api.validation import validate
 from app.children.configmap import build_configmap, upstream_hosts
-from app.children.host_order import HostOrder, Placement
+from app.children.hostfile_order_lines import HostfileOrder, Placement
 from app.core.config import SyncConfig
 from app.core.sync import sync
 from app.kube import names
@@ -188,7 +189,7 @@ def test_config_bytes_bounds_an_ordered_hostfile_at_its_largest(
 ) -> None:
     """An ordered hostfile (Open MPI: a line per slot, the launcher by its short name), its first line and its
     table at their largest: the longest label keys and values, node and launcher Pod names."""
-    builder = mpijob("pi", "default").set("metadata.annotations", {ordering.ORDER_ANNOTATION: "topology"})
+    builder = mpijob("pi", "default").set("metadata.annotations", {ORDER_ANNOTATION: "topology"})
     for key, value in {
         "mpiImplementation": impl,
         "runLauncherAsWorker": launcher_is_worker,
@@ -197,15 +198,15 @@ def test_config_bytes_bounds_an_ordered_hostfile_at_its_largest(
     }.items():
         builder.set(f"spec.{key}", value)
     job = with_defaults(MPIJob.model_validate(builder.build()))
-    labels = tuple(f"{'d' * 253}/{'k' * 62}{i}" for i in range(ordering.MAX_LABELS))
+    labels = tuple(f"{'d' * 253}/{'k' * 62}{i}" for i in range(MAX_LABELS))
     hosts = upstream_hosts(job)
     placements = tuple(Placement(h, "n" * 253, ("v" * 63,) * len(labels)) for h in hosts)
-    order = HostOrder(labels, placements, "p" * 253 if launcher_is_worker else "")
+    order = HostfileOrder(labels, placements, "p" * 253 if launcher_is_worker else "")
     running = [names.worker_name(job.name, i) for i in range(job.worker_replicas)]
     data = build_configmap(job, running, "cluster.local", order)["data"]
     built = sum(len(orjson.dumps(v)) - 2 for v in data.values())
     body = len(orjson.dumps(data["hostfile"].split("\n", 1)[1])) - 2
-    reserve = ordering.MAX_HEADER_BYTES + ordering.MAX_TABLE_BYTES + ordering.MAX_TABLE_BYTES // 16
+    reserve = MAX_HEADER_BYTES + MAX_TABLE_BYTES + MAX_TABLE_BYTES // 16
     assert built <= limits.config_bytes(job, "cluster.local")
     discover = len(orjson.dumps(data["discover_hosts.sh"])) - 2
     assert limits.config_bytes(job, "cluster.local") - reserve == body + discover

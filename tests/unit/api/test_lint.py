@@ -16,8 +16,8 @@ import pytest
 import yaml
 
 from app.api import child_names
+from app.api.hostfile_order_annotations import ORDER_ANNOTATION
 from app.api.lint import IGNORE_ANNOTATION, RULES, SEVERITIES, Rule, Severity, lint, lint_manifest
-from app.api.ordering import ORDER_ANNOTATION
 from app.api.types import MPIJob
 from tests.packaging import test_crd
 from tests.packaging.test_crd import CRD_FILE, INVALID, VALID, pi

@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from app.api.ordering import ORDER_ANNOTATION
-from app.children.host_order import HostOrder, Placement
+from app.api.hostfile_order_annotations import ORDER_ANNOTATION
+from app.children.hostfile_order_lines import HostfileOrder, Placement
 from app.children.launcher_wait import ORDERED_SCRIPT, POD_ENV, SCRIPT
 from tests.support.builders import mpijob
 from tests.unit.children.test_launcher_wait import _SHELLS, _run, _spec, _waits
@@ -23,7 +23,7 @@ UP = ["a.j.ns.svc", "b.j.ns.svc"]
 
 def header(bound: int, launcher_pod: str = "") -> str:
     placements = (Placement("a", "n1" if bound else "", ()), Placement("b", "n2", ()))
-    return HostOrder((), placements, launcher_pod).header()
+    return HostfileOrder((), placements, launcher_pod).header()
 
 
 def _later(path: Path, text: str, seconds: int) -> subprocess.Popen[bytes]:

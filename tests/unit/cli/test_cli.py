@@ -17,7 +17,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.api.ordering import requested
+from app.api.hostfile_order_annotations import asks_topology_order
 from tests.support import golden_store
 from tests.support.golden_cases import request_path, response_path
 from tests.support.kube_schema import schema_errors
@@ -193,7 +193,9 @@ def test_render_output_is_only_valid_kubernetes_objects(example: Path) -> None:
     assert children and all(schema_errors(child) == [] for child in children)
     job = yaml.safe_load(example.read_text())
     # No launcher Job before the workers are Ready, or before an ordered hostfile is final (its Pods bound).
-    waits = "WaitForWorkersReady" in example.read_text() or requested(job["metadata"].get("annotations", {}))
+    waits = "WaitForWorkersReady" in example.read_text() or asks_topology_order(
+        job["metadata"].get("annotations", {})
+    )
     assert {c["kind"] for c in children} == {
         "Service",
         "ConfigMap",

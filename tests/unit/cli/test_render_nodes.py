@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
-from app.api.ordering import LABELS_ANNOTATION, ORDER_ANNOTATION
+from app.api.hostfile_order_annotations import LABELS_ANNOTATION, ORDER_ANNOTATION
 from tests.support.kube_schema import schema_errors
 from tests.unit.cli.test_cli import PI, mpijob, objects
 
@@ -127,7 +127,7 @@ def test_hosts_the_file_does_not_bind_keep_the_order_pending(tmp_path: Path) -> 
     assert hostfile.startswith("# mpi-operator-hook: hostfile order pending, 4 of 6 hosts bound to nodes\n")
     assert hostfile.splitlines()[1:] == [
         f"pi-worker-{i}.pi.default.svc" for i in range(6)
-    ]  # upstream's order, ordered form
+    ]  # pending: index order, Open MPI's ordered form (a line per slot)
     assert "Job" not in {c["kind"] for c in objects(done)}  # the launcher waits for the final order
 
 

@@ -21,7 +21,7 @@ import pytest
 import yaml
 
 from app.api.defaults import with_defaults
-from app.api.ordering import ORDER_ANNOTATION
+from app.api.hostfile_order_annotations import ORDER_ANNOTATION
 from app.api.types import MPIJob, ReplicaType
 from app.convert.mpijob import Conversion, ConvertError, to_v2beta1
 from app.convert.trainjob import Target, to_trainjob

@@ -10,8 +10,8 @@ from typing import Any
 
 import pytest
 
+from app.api.hostfile_order_annotations import ORDER_ANNOTATION
 from app.api.lint import Rule, Severity, lint_manifest
-from app.api.ordering import ORDER_ANNOTATION
 from tests.packaging.test_crd import pi
 
 RULE = Rule.HOSTFILE_ORDER_NOT_FOLLOWED

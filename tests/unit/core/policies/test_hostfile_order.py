@@ -1,5 +1,5 @@
 """``hostfile_order``: hosts sorted by their nodes' labels once every host is bound (missing labels last,
-then node name, then upstream's position), the launcher-as-worker placed by its Pod's node, and the launcher
+then node name, then index order), the launcher-as-worker placed by its Pod's node, and the launcher
 Job held until the final hostfile is stored."""
 
 from __future__ import annotations
@@ -10,15 +10,15 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from app.api.ordering import LABELS_ANNOTATION, ORDER_ANNOTATION
+from app.api.hostfile_order_annotations import LABELS_ANNOTATION, ORDER_ANNOTATION
 from app.children.configmap import hostfile
 from app.core.policies import hostfile_order
-from app.core.policies.hostfile_order import Ordering
+from app.core.policies.hostfile_order import TopologyOrder
 from tests.support.builders import MPIJobBuilder, mpijob
 from tests.support.observed import BLOCK, RACK, TOPOLOGY_NODES, defaulted, launcher_pod, observed, worker
 
 LABELS = (BLOCK, RACK)
-BY_LABELS = Ordering(LABELS)
+BY_LABELS = TopologyOrder(LABELS)
 # n6 has no label at all.
 NODES: dict[str, dict[str, str]] = {**TOPOLOGY_NODES, "n6": {}}
 
@@ -149,7 +149,7 @@ def test_suspended_job_without_workers_is_pending() -> None:
 def test_no_labels_orders_by_node_name() -> None:
     job = defaulted(ordered(**{LABELS_ANNOTATION: ""}))
     order = hostfile_order.decide(
-        job, observed(None, hosts_on("b", "a")), Ordering(()), finished_before=False
+        job, observed(None, hosts_on("b", "a")), TopologyOrder(()), finished_before=False
     ).order
     assert order is not None and order.hosts == ["pi-worker-1", "pi-worker-0"]
 

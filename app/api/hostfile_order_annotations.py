@@ -1,9 +1,9 @@
-"""Ours: the opt-in hostfile order, as an MPIJob asks for it in two annotations.
+"""Ours: the hostfile order a job asks for, in two annotations (the glossary: docs/architecture.md).
 
-``mpi-operator-hook/hostfile-order: topology`` writes the hostfile with the hosts sorted by the labels of
+``mpi-operator-hook/hostfile-order: topology`` asks for topology order: the hosts sorted by the labels of
 the nodes they are bound to, so neighbouring ranks share a zone, block or rack; ``index`` (or no
-annotation) keeps upstream's worker-index order. ``mpi-operator-hook/hostfile-order-labels`` names the
-node labels to sort by, coarsest first; without it the hook's setting applies
+annotation) keeps index order, upstream's. ``mpi-operator-hook/hostfile-order-labels`` names the order
+labels, the node labels to sort by, coarsest first; without it the hook's setting applies
 (``MPI_OPERATOR_HOSTFILE_ORDER_LABELS``). Read here, at the bottom layer, because validation refuses a
 malformed value and every layer above reads the same answer.
 """
@@ -26,18 +26,18 @@ MAX_TABLE_BYTES = 16 * 1024
 MAX_HEADER_BYTES = 128 + MAX_LABELS * 319 + 253
 
 
-class HostfileOrder(StrEnum):
+class HostfileOrderKind(StrEnum):
     INDEX = "index"
     TOPOLOGY = "topology"
 
 
-def requested(annotations: Mapping[str, str]) -> bool:
-    """The job asks for its hostfile in topology order."""
-    return annotations.get(ORDER_ANNOTATION, "").strip() == HostfileOrder.TOPOLOGY
+def asks_topology_order(annotations: Mapping[str, str]) -> bool:
+    """The job asks for its hostfile in topology order: an ordered job."""
+    return annotations.get(ORDER_ANNOTATION, "").strip() == HostfileOrderKind.TOPOLOGY
 
 
 def parse_labels(value: str) -> tuple[str, ...]:
-    """A comma-separated list of node label keys, coarsest first; blanks dropped, a repeat kept once.
+    """Order labels: comma-separated node label keys, coarsest first; blanks dropped, a repeat kept once.
     ``ValueError`` (its message says what to write) unless each is a label key, at most ``MAX_LABELS``."""
     labels = tuple(dict.fromkeys(part.strip() for part in value.split(",") if part.strip()))
     if len(labels) > MAX_LABELS:
@@ -52,9 +52,9 @@ def parse_labels(value: str) -> tuple[str, ...]:
 
 
 def order_labels(annotations: Mapping[str, str], default: tuple[str, ...]) -> tuple[str, ...] | None:
-    """The node labels a job's hostfile is ordered by (``default``: the hook's setting), or None when the
-    job keeps upstream's order. Call only for a valid job (``problems`` found nothing)."""
-    if not requested(annotations):
+    """The order labels of a job in topology order (``default``: the hook's setting), or None when the job
+    keeps index order. Call only for a valid job (``problems`` found nothing)."""
+    if not asks_topology_order(annotations):
         return None
     own = annotations.get(LABELS_ANNOTATION, "")
     return parse_labels(own) if own.strip() else default
@@ -64,7 +64,7 @@ def problems(annotations: Mapping[str, str]) -> list[tuple[str, str, str]]:
     """What is wrong with the two annotations: ``(annotation, value, what to write)`` each."""
     found = []
     order = annotations.get(ORDER_ANNOTATION)
-    if order is not None and order.strip() not in tuple(HostfileOrder):
+    if order is not None and order.strip() not in tuple(HostfileOrderKind):
         found.append((ORDER_ANNOTATION, order, "must be 'topology' (sorted by node labels) or 'index'"))
     labels = annotations.get(LABELS_ANNOTATION)
     if labels is not None:

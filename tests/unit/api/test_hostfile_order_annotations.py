@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from app.api.ordering import LABELS_ANNOTATION, ORDER_ANNOTATION, order_labels, parse_labels
+from app.api.hostfile_order_annotations import LABELS_ANNOTATION, ORDER_ANNOTATION, order_labels, parse_labels
 from app.api.validation import validate
 from tests.support.builders import mpijob
 from tests.support.observed import defaulted

@@ -1,15 +1,16 @@
-"""Ours: an ordered hostfile's order, as the ConfigMap writes it (``app.core.policies.hostfile_order``
-decides it).
+"""Ours: the hostfile order of an ordered job and the lines the ConfigMap writes for it
+(``app.core.policies.hostfile_order`` decides it).
 
-The hostfile's first line says where the order stands, for the launcher's ``wait-for-workers`` to read
-(``launcher_wait``) and for a user to see:
+The order header, the hostfile's first line, says where the order stands, for the launcher's
+``wait-for-workers`` to read (``launcher_wait``) and for a user to see:
 
-- ``# mpi-operator-hook: hostfile order pending, 2 of 4 hosts bound to nodes``: hosts in upstream's order;
+- ``# mpi-operator-hook: hostfile order pending, 2 of 4 hosts bound to nodes``: hosts in index order;
 - ``# mpi-operator-hook: hostfile ordered by node labels a, b``: final, hosts sorted by their nodes;
 - with ``runLauncherAsWorker``, the final line ends ``; launcher Pod <pod>``: the launcher took its place by
   that Pod's node, so only that Pod may start ``mpirun`` on it.
 
-Every MPI skips a ``#`` line in a hostfile. The key ``hostfile-order`` shows each line's node and labels.
+Every MPI skips a ``#`` line in a hostfile. The order table, the key ``hostfile-order``, shows each line's
+node and its values of the order labels.
 """
 
 from __future__ import annotations
@@ -17,7 +18,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 
-from app.api.ordering import MAX_TABLE_BYTES
+from app.api.hostfile_order_annotations import MAX_TABLE_BYTES
 
 MARK = "# mpi-operator-hook: hostfile order"
 PENDING = f"{MARK} pending"
@@ -39,7 +40,7 @@ _NOT_A_NAME = re.compile(r"[^A-Za-z0-9._-]")
 
 @dataclass(frozen=True, slots=True)
 class Placement:
-    """One host of the hostfile and where it runs."""
+    """One host of the hostfile and where it runs: bound once its Pod has a node."""
 
     host: str
     # "" until the scheduler binds its Pod.
@@ -49,9 +50,12 @@ class Placement:
 
 
 @dataclass(frozen=True, slots=True)
-class HostOrder:
+class HostfileOrder:
+    """The hosts of an ordered job's hostfile, placed: pending until every host is bound, then final."""
+
+    # The order labels, coarsest first.
     labels: tuple[str, ...]
-    # In hostfile order: sorted by node once every host is bound, upstream's order until then.
+    # As the hostfile lists them: sorted by node once every host is bound (final), index order until then.
     placements: tuple[Placement, ...]
     # runLauncherAsWorker: the launcher Pod whose node placed the launcher ("" otherwise).
     launcher_pod: str = ""
@@ -69,7 +73,7 @@ class HostOrder:
         return [p.host for p in self.placements]
 
     def header(self) -> str:
-        """The hostfile's first line (``launcher_wait`` reads it)."""
+        """The order header: the hostfile's first line (``launcher_wait`` reads it)."""
         if not self.final:
             return f"{PENDING}, {self.bound} of {len(self.placements)} hosts bound to nodes\n"
         by = ", ".join(self.labels) if self.labels else "(none: by node name)"
@@ -77,7 +81,8 @@ class HostOrder:
         return f"{FINAL} {by}{tail}\n"
 
     def table(self) -> str:
-        """``line host node <label>...``, a row per hostfile line, cut at ``MAX_TABLE_BYTES``."""
+        """The order table: ``line host node <label>...``, a row per hostfile line, cut at
+        ``MAX_TABLE_BYTES``."""
         lines = ["# " + " ".join(("line", "host", "node", *self.labels)) + "\n"]
         size = len(lines[0])
         for number, placement in enumerate(self.placements, 1):
