@@ -38,7 +38,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from app.api.lint import lint_manifest
 from app.cli.program import main as mpijob_main
-from app.cli.yamlio import load_documents
+from app.kube.yamltext import load_documents
 
 ROOT = Path(__file__).resolve().parent.parent
 

@@ -43,7 +43,7 @@ def runtime(text: str) -> str:
 
     if is_file(text):
         return text
-    from app.cli.yamlio import InputError
+    from app.kube.yamltext import InputError
 
     try:
         RuntimeName.parse(text)

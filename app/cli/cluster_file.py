@@ -15,9 +15,10 @@ from typing import Any
 import msgspec
 import orjson
 
-from app.cli.yamlio import Document, InputError, iter_documents, read_text, source_name
+from app.cli.yamlio import read_text, source_name
 from app.kube import names
 from app.kube.request import ObservedNode, ObservedPod
+from app.kube.yamltext import Document, InputError, iter_documents
 
 # What the file should hold, for every message that says it does not.
 _EXPECTED = "give what `kubectl get nodes,pods -o yaml` prints"

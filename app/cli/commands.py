@@ -17,15 +17,8 @@ from typing import TYPE_CHECKING, Any, NamedTuple
 from app.api.lint import RULES, SEVERITIES, Finding, Severity, lint_manifest
 from app.api.types import KIND
 from app.cli.exits import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
-from app.cli.yamlio import (
-    Document,
-    InputError,
-    dump_all,
-    iter_documents,
-    load_documents,
-    read_text,
-    source_name,
-)
+from app.cli.yamlio import dump_all, read_text, source_name
+from app.kube.yamltext import Document, InputError, iter_documents, load_documents
 
 if TYPE_CHECKING:
     from app.cli.runtimes import Runtimes

@@ -22,8 +22,9 @@ from app.api.hostfile_order_annotations import ORDER_ANNOTATION, asks_topology_o
 from app.api.types import API_VERSION, OLD_API_VERSIONS, LauncherCreationPolicy
 from app.cli.commands import documents, error, job_name, mpijobs
 from app.cli.exits import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
-from app.cli.yamlio import Document, InputError, dump_all, source_name
+from app.cli.yamlio import dump_all, source_name
 from app.kube.pod_phase import PodPhase
+from app.kube.yamltext import Document, InputError
 
 if TYPE_CHECKING:
     from app.cli.cluster_file import Cluster

@@ -18,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 from urllib.parse import quote
 
 from app.api.child_names import is_dns1123_subdomain
-from app.cli.yamlio import InputError, load_documents, read_text, source_name
+from app.cli.yamlio import read_text, source_name
 from app.convert import trainer
+from app.kube.yamltext import InputError, load_documents
 
 if TYPE_CHECKING:
     from app.cluster.connection import Connection
@@ -86,7 +87,7 @@ class ClusterRuntimes:
 
     def for_namespace(self, job_namespace: str) -> dict[str, Any]:
         """The runtime a job of ``job_namespace`` (empty: ``-n``, else the context's namespace) runs on."""
-        from app.cli.doctor.kubeconfig import KubeconfigError, load
+        from app.cluster.kubeconfig import KubeconfigError, load
         from app.cluster.reads import CannotRead, Reader
 
         try:

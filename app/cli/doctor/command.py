@@ -55,7 +55,7 @@ def add_cluster_arguments(parser: argparse.ArgumentParser, namespace_help: str) 
 
 def run(args: argparse.Namespace) -> int:
     from app.cli.doctor.checks import CHECKS, diagnose
-    from app.cli.doctor.kubeconfig import KubeconfigError
+    from app.cluster.kubeconfig import KubeconfigError
     from app.cluster.reads import CannotRead
 
     if args.list_checks:
@@ -79,8 +79,8 @@ def run(args: argparse.Namespace) -> int:
 
 def _snapshot(args: argparse.Namespace) -> Snapshot:
     from app.cli.doctor.gather import gather
-    from app.cli.doctor.kubeconfig import load
     from app.cli.doctor.snapshot import Snapshot
+    from app.cluster.kubeconfig import load
     from app.cluster.reads import Reader
     from app.cluster.untrusted import parse_json, read_file
     from app.kube.depth import MPIJOB_MAX_DEPTH

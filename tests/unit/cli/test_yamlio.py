@@ -15,8 +15,10 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from app.cli import yamlio
-from app.cli.yamlio import InputError, dump_all, load_documents, load_one_text, read_text
+from app.cli.yamlio import dump_all, read_text
+from app.kube import yamltext
 from app.kube.depth import MPIJOB_MAX_DEPTH, deeper_than
+from app.kube.yamltext import InputError, load_documents, load_one_text
 
 HOSTFILE = "pi-worker-0.pi.default.svc slots=1\npi-worker-1.pi.default.svc slots=1\n"
 
@@ -95,12 +97,12 @@ def test_the_same_key_in_different_mappings_and_merges_are_fine() -> None:
 
 # --- reading: bounded (depth, aliases, size), with libyaml's events and with PyYAML's own -----------------
 
-LOADERS = [yamlio._PythonLoader, *([yamlio._LibyamlLoader] if yaml.__with_libyaml__ else [])]
+LOADERS = [yamltext._PythonLoader, *([yamltext._LibyamlLoader] if yaml.__with_libyaml__ else [])]
 
 
 @pytest.fixture(params=LOADERS, ids=lambda loader: loader.__name__)
 def loader(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> None:
-    monkeypatch.setattr(yamlio, "_Loader", request.param)
+    monkeypatch.setattr(yamltext, "_Loader", request.param)
 
 
 def nested_flow(depth: int) -> str:

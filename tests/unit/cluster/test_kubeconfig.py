@@ -20,9 +20,9 @@ import httpx
 import pytest
 import yaml
 
-from app.cli.doctor import kubeconfig
-from app.cli.doctor.kubeconfig import KubeconfigError, load
+from app.cluster import kubeconfig
 from app.cluster.connection import sync_client
+from app.cluster.kubeconfig import KubeconfigError, load
 from tests.e2e.pki import Pki, make_pki
 
 

@@ -10,9 +10,9 @@ from typing import Any
 import pytest
 import yaml
 
-from app.cli import yamlio
-from app.cli.yamlio import InputError, iter_documents, load_documents, load_one_text
+from app.kube import yamltext
 from app.kube.depth import MPIJOB_MAX_DEPTH
+from app.kube.yamltext import InputError, iter_documents, load_documents, load_one_text
 
 SHAPES = """\
 plain: text
@@ -56,8 +56,8 @@ def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Ite
         if not yaml.__with_libyaml__:
             pytest.skip("PyYAML without libyaml")
     else:
-        monkeypatch.setattr(yamlio, "_Loader", yamlio._PythonLoader)
-        monkeypatch.setattr(yamlio, "_EventParser", yamlio._PythonEvents)
+        monkeypatch.setattr(yamltext, "_Loader", yamltext._PythonLoader)
+        monkeypatch.setattr(yamltext, "_EventParser", yamltext._PythonEvents)
     yield request.param
 
 
@@ -81,7 +81,7 @@ def test_the_deepest_allowed_and_one_deeper(path: str, anchor: str) -> None:
     assert load_documents(_nested(MPIJOB_MAX_DEPTH, anchor), "f")  # the root mapping is the first level
     with pytest.raises(InputError) as refused:
         load_documents(_nested(MPIJOB_MAX_DEPTH + 1, anchor), "f")
-    assert str(refused.value) == f"f:2:{7 + len(anchor) + MPIJOB_MAX_DEPTH - 1}: {yamlio.TOO_DEEP}"
+    assert str(refused.value) == f"f:2:{7 + len(anchor) + MPIJOB_MAX_DEPTH - 1}: {yamltext.TOO_DEEP}"
 
 
 def test_a_tree_under_a_tag_of_its_own_is_bounded_too(path: str) -> None:

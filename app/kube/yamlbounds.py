@@ -1,4 +1,4 @@
-"""The bounds on what the CLI's YAML reader (``app.cli.yamlio``) builds: nesting (the hook's
+"""The bounds on what the YAML reader (``app.kube.yamltext``) builds: nesting (the hook's
 ``MPIJOB_MAX_DEPTH``) and aliases (``MAX_ALIASED_NODES``, no alias inside its own anchor), checked with
 loops, never recursion, so a hostile file is an error with its line, not a ``RecursionError`` or a process
 that fills memory."""

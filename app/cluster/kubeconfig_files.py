@@ -12,9 +12,9 @@ from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
-from app.cli.doctor import execplugin
-from app.cli.yamlio import InputError, load_one_text
+from app.cluster import execplugin
 from app.cluster.untrusted import read_file
+from app.kube.yamltext import InputError, load_one_text
 
 # A kubeconfig is some KiB per cluster.
 _KUBECONFIG_BYTES = 16 * 1024 * 1024

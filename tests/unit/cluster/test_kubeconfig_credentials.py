@@ -16,9 +16,9 @@ from typing import Any
 
 import pytest
 
-from app.cli.doctor import execplugin
-from app.cli.doctor.kubeconfig import KubeconfigError, load
+from app.cluster import execplugin
 from app.cluster.connection import Connection
+from app.cluster.kubeconfig import KubeconfigError, load
 from app.cluster.reads import CannotRead, Reader
 from app.kube.depth import MPIJOB_MAX_DEPTH
 from tests.support import doctor_api

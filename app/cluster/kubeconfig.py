@@ -24,9 +24,9 @@ from lightkube.config.kubeconfig import KubeConfig, SingleConfig
 from lightkube.config.models import Cluster, Context, User
 from lightkube.core.exceptions import ConfigError
 
-from app.cli.doctor import execplugin, kubeconfig_files
-from app.cli.doctor.kubeconfig_files import KubeconfigError
+from app.cluster import execplugin, kubeconfig_files
 from app.cluster.connection import Connection
+from app.cluster.kubeconfig_files import KubeconfigError
 from app.cluster.tokens import bearer_token, read_token
 from app.cluster.untrusted import Hostile, read_file
 from app.kube.in_cluster import SERVICE_ACCOUNT_DIR, in_cluster_server
