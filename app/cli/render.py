@@ -115,9 +115,7 @@ def _sync(
     body = orjson.dumps(
         {"controller": controller, "parent": job, "children": children, "related": related or {}}
     )
-    return sync(
-        decode_request(body), now=datetime.now(UTC), keys=settings.key_source(), config=settings.sync_config
-    )
+    return sync(decode_request(body), now=datetime.now(UTC), keys=settings.keys, config=settings.sync_config)
 
 
 def _first_sync(job: dict[str, Any], settings: Any, namespace: str | None) -> Any:

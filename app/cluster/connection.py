@@ -2,21 +2,23 @@
 connection's TLS, proxy, timeouts and credentials, whoever calls (the doctor's reads, the hook's Events).
 
 A static credential (a kubeconfig's token, basic auth) is a header; a token file (the Pod's service account)
-is read on each request through ``TokenFile``, so a rotated token is used by the next call. A header value
+is read through ``TokenFile``, so a rotated token is used within ``CHECK_SECONDS``; an async client looks at
+the file in a worker thread, never on the event loop. A header value
 HTTP cannot carry is refused before anything is built: httpx's own error would quote it.
 """
 
 from __future__ import annotations
 
+import asyncio
 import ssl
-from collections.abc import Generator, Mapping
+from collections.abc import AsyncGenerator, Generator, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 import httpx
 
-from app.cluster.tokens import REFRESH_SECONDS, TokenFile
+from app.cluster.tokens import CHECK_SECONDS, TokenFile
 
 # Connecting, and each read of the socket.
 SOCKET_TIMEOUT_SECONDS = 30.0
@@ -49,23 +51,29 @@ class Connection:
 
 
 class TokenFileAuth(httpx.Auth):
-    """``Authorization: Bearer <the file's token>``, the file read again once ``refresh_seconds`` passed."""
+    """``Authorization: Bearer <the file's token>``, the file read again as it rotates (``TokenFile``)."""
 
-    def __init__(self, path: Path, refresh_seconds: float = REFRESH_SECONDS) -> None:
-        self._token = TokenFile(path, refresh_seconds)
+    def __init__(self, path: Path, check_seconds: float = CHECK_SECONDS) -> None:
+        self._token = TokenFile(path, check_seconds=check_seconds)
 
-    def auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
+    def sync_auth_flow(self, request: httpx.Request) -> Generator[httpx.Request, httpx.Response, None]:
         request.headers["Authorization"] = f"Bearer {self._token.get()}"
         yield request
 
+    async def async_auth_flow(self, request: httpx.Request) -> AsyncGenerator[httpx.Request, httpx.Response]:
+        due = self._token.due()
+        token = await asyncio.to_thread(self._token.get) if due else self._token.get()
+        request.headers["Authorization"] = f"Bearer {token}"
+        yield request
 
-def client_options(connection: Connection, timeout: float, token_refresh: float) -> dict[str, Any]:
+
+def client_options(connection: Connection, timeout: float, token_check: float) -> dict[str, Any]:
     """What ``httpx.Client`` and ``httpx.AsyncClient`` are built with; ``BadConnection`` for a header value
     HTTP cannot carry."""
     for name, value in connection.headers.items():
         if not all(" " <= char <= "~" for char in value):
             raise BadConnection(f"the kubeconfig's {name} header holds characters HTTP cannot carry")
-    auth = TokenFileAuth(connection.token_file, token_refresh) if connection.token_file else None
+    auth = TokenFileAuth(connection.token_file, token_check) if connection.token_file else None
     return {
         "base_url": connection.server,
         "verify": connection.verify,
@@ -86,9 +94,9 @@ def sync_client(
     transport: httpx.BaseTransport | None = None,
     *,
     timeout: float = SOCKET_TIMEOUT_SECONDS,
-    token_refresh: float = REFRESH_SECONDS,
+    token_check: float = CHECK_SECONDS,
 ) -> httpx.Client:
-    options = client_options(connection, timeout, token_refresh)
+    options = client_options(connection, timeout, token_check)
     try:
         client = httpx.Client(**options, transport=transport)
         client.build_request("GET", "/")
@@ -102,7 +110,7 @@ def async_client(
     transport: httpx.AsyncBaseTransport | None = None,
     *,
     timeout: float = SOCKET_TIMEOUT_SECONDS,
-    token_refresh: float = REFRESH_SECONDS,
+    token_check: float = CHECK_SECONDS,
 ) -> httpx.AsyncClient:
-    options = client_options(connection, timeout, token_refresh)
+    options = client_options(connection, timeout, token_check)
     return httpx.AsyncClient(**options, transport=transport)

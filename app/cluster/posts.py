@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import httpx
 
 from app.cluster.connection import Connection, async_client
-from app.cluster.tokens import REFRESH_SECONDS
+from app.cluster.tokens import CHECK_SECONDS
 from app.cluster.untrusted import Hostile
 
 RETRIES = 3
@@ -26,7 +26,7 @@ class Posting:
     retries: int = RETRIES
     backoff_seconds: float = BACKOFF_SECONDS
     timeout_seconds: float = TIMEOUT_SECONDS
-    token_refresh_seconds: float = REFRESH_SECONDS
+    token_check_seconds: float = CHECK_SECONDS
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +56,7 @@ class Poster:
             self._connection,
             self._transport,
             timeout=self._posting.timeout_seconds,
-            token_refresh=self._posting.token_refresh_seconds,
+            token_check=self._posting.token_check_seconds,
         )
 
     async def close(self) -> None:

@@ -5,9 +5,10 @@ carry ``Authorization: Bearer <token>`` with the token of a file (in a cluster, 
 CompositeController's hooks send, mounted into the hook: deploy/). Everything else is refused with 401 before
 its body is read, with one message whatever was wrong; the reason is counted and logged, the credential never.
 
-The file is read with the one token reader (``app.cluster.tokens``: bounded, a FIFO or a device refused
-without blocking), at start-up and then by a task of the server every second, in a worker thread: checking a
-caller never touches the file, so no file (a FIFO swapped in, a stalled volume) can stop the event loop. A
+The file is read with the one token reader and its one reload rule (``app.cluster.tokens.TokenFile``:
+bounded, a FIFO or a device refused without blocking, read again when it changes), at start-up and then
+looked at by a task of the server every ``CHECK_SECONDS``, in a worker thread: checking a caller never
+touches the file, so no file (a FIFO swapped in, a stalled volume) can stop the event loop. A
 rotated Secret is picked up without a restart and without waiting for traffic. Metacontroller reads its copy
 of the Secret only when it (re)starts a controller, so for ``grace_seconds`` after a change the previous
 token is accepted too: a rotation needs no moment when the two disagree (docs/operations.md, Security).
@@ -25,15 +26,15 @@ from dataclasses import dataclass
 from enum import StrEnum
 from pathlib import Path
 
-from app.cluster.tokens import read_token
+from app.cluster.tokens import CHECK_SECONDS, TokenFile
 from app.cluster.untrusted import Hostile
 from app.server import logs
-from app.settings import Settings, SettingsError
+from app.settings import SettingsError
+from app.settings.caller import CallerSettings
 
 log = logging.getLogger("mpi_operator_hook.auth")
 
 SCHEME = b"bearer"
-WATCH_SECONDS = 1.0
 # Longer than any token the file may hold: a header beyond it is refused without comparing anything.
 MAX_HEADER_BYTES = 16 * 1024
 WHAT = "MPI_OPERATOR_CALLER_TOKEN_FILE"
@@ -54,22 +55,17 @@ class _Held:
     previous_until: float = 0.0
 
 
-def _credential_in(path: Path) -> bytes:
-    """The caller credential in ``path`` (``Hostile`` naming the file and the problem, never the content)."""
-    return read_token(path, WHAT).encode("ascii")
-
-
 class CallerCredential:
     """The token callers must present, from a file that may change under the running hook."""
 
     def __init__(
         self, path: Path, *, grace_seconds: float, clock: Callable[[], float] = time.monotonic
     ) -> None:
-        self._path = path
+        self._file = TokenFile(path, WHAT)
         self._grace = grace_seconds
         self._clock = clock
-        self._stamp = self._file_stamp()
-        self._held = _Held(_credential_in(path))
+        # ``Hostile`` naming the file and the problem, never the content.
+        self._held = _Held(self._file.get().encode("ascii"))
 
     def accepts(self, token: bytes) -> bool:
         """Whether ``token`` is the current credential (or, within the grace time, the previous one)."""
@@ -78,7 +74,7 @@ class CallerCredential:
         previous = hmac.compare_digest(token, held.previous or held.current)
         return current or (previous and self._clock() < held.previous_until)
 
-    async def watch(self, every: float = WATCH_SECONDS) -> None:
+    async def watch(self, every: float = CHECK_SECONDS) -> None:
         """Look at the file every ``every`` seconds, in a worker thread, until cancelled (the server's
         lifespan runs it)."""
         while True:
@@ -92,15 +88,12 @@ class CallerCredential:
     def read_if_changed(self) -> bytes | None:
         """The file's token when the file changed since it was last read; None when unchanged or unusable
         (logged; the last token is kept)."""
-        stamp = self._file_stamp()
-        if stamp is None or stamp == self._stamp:
-            return None
-        self._stamp = stamp
         try:
-            return _credential_in(self._path)
+            token = self._file.look()
         except Hostile as err:
             logs.event(log, logging.WARNING, "caller credential unusable, keeping the last", problem=str(err))
             return None
+        return None if token is None else token.encode("ascii")
 
     def take(self, token: bytes | None) -> None:
         """Make ``token`` the credential (the current one becomes the previous); None: nothing changed."""
@@ -109,15 +102,8 @@ class CallerCredential:
         self._held = _Held(token, self._held.current, self._clock() + self._grace)
         logs.event(log, logging.INFO, "caller credential changed", previous_accepted_seconds=self._grace)
 
-    def _file_stamp(self) -> tuple[int, int, int] | None:
-        try:
-            info = self._path.stat()  # follows the kubelet's ..data symlink to the current version
-        except OSError:
-            return None
-        return info.st_ino, info.st_mtime_ns, info.st_size
 
-
-def caller_credential(settings: Settings) -> CallerCredential | None:
+def caller_credential(settings: CallerSettings) -> CallerCredential | None:
     """The credential callers must present, or None when anyone may call (``MPI_OPERATOR_CALLER_AUTH=off``).
     A token file that cannot be used is a ``SettingsError``: a hook that would refuse every call does not
     start."""

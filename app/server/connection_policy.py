@@ -13,7 +13,7 @@ from typing import Any, Protocol
 
 from app.server import logs
 from app.server.budget import ByteBudget
-from app.settings import Settings
+from app.settings.transport import TransportSettings
 
 log = logging.getLogger("mpi_operator_hook")
 
@@ -36,12 +36,12 @@ CLOSE_REASONS = (
 
 
 def _default(name: str) -> Any:
-    return Settings.model_fields[name].default
+    return TransportSettings.model_fields[name].default
 
 
 @dataclass(frozen=True)
 class ConnectionLimits:
-    """The transport limits of one server process; the defaults are the settings' (``app/settings.py``)."""
+    """One server process's transport limits, with the settings' defaults (``app/settings/transport.py``)."""
 
     max_connections: int = _default("max_connections")
     max_header_bytes: int = _default("max_header_bytes")
@@ -52,7 +52,7 @@ class ConnectionLimits:
     body_deadline_grace_seconds: float = 1.0
 
     @classmethod
-    def of(cls, settings: Settings) -> ConnectionLimits:
+    def of(cls, settings: TransportSettings) -> ConnectionLimits:
         return cls(
             max_connections=settings.max_connections,
             max_header_bytes=settings.max_header_bytes,

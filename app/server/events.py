@@ -11,9 +11,9 @@ One Event per transition, never aggregated (``count`` stays 1): its name is the 
 job's uid and the Event's key, which is the same for every sync that decides the same transition. A repeated
 sync, or another replica posting the same transition, gets 409 AlreadyExists: counted as a duplicate, not an
 error, never retried. The POST goes through ``app/cluster/posts.py``: 5xx answers and connection errors are
-retried a few times with backoff, and the token file is re-read every minute (bound tokens rotate); anything
-else (403: RBAC, 404: the namespace is gone) is counted as failed and logged at warning with the Event's
-reason, never its message or the answer's body.
+retried a few times with backoff, and the token file is read again when it changes (bound tokens rotate:
+``app.cluster.tokens.TokenFile``); anything else (403: RBAC, 404: the namespace is gone) is counted as
+failed and logged at warning with the Event's reason, never its message or the answer's body.
 """
 
 from __future__ import annotations

@@ -111,7 +111,7 @@ def create_app(settings: Settings | None = None, keys: KeySource | None = None) 
     )
     hook = Hook(
         settings,
-        keys or settings.key_source(),
+        keys or settings.keys,
         metrics,
         events=_recorder(settings, metrics),
         recorder=_request_recorder(settings, metrics),

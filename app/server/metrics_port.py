@@ -27,14 +27,14 @@ from urllib.parse import urlsplit
 from prometheus_client.exposition import MetricsHandler
 from prometheus_client.registry import Collector
 
-from app.settings import Settings
+from app.settings.transport import TransportSettings
 
 log = logging.getLogger("mpi_operator_hook.metrics_port")
 
 MAX_CONNECTIONS = 8
 # The hook port's header deadline and header cap, by default (the settings name both).
-TIMEOUT_SECONDS: float = Settings.model_fields["header_timeout_seconds"].default
-MAX_HEADER_BYTES: int = Settings.model_fields["max_header_bytes"].default
+TIMEOUT_SECONDS: float = TransportSettings.model_fields["header_timeout_seconds"].default
+MAX_HEADER_BYTES: int = TransportSettings.model_fields["max_header_bytes"].default
 HEADER_TOO_LARGE = (
     b"HTTP/1.0 431 Request Header Fields Too Large\r\nContent-Length: 0\r\nConnection: close\r\n\r\n"
 )

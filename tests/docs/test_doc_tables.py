@@ -121,7 +121,7 @@ def settings_problems(text: str) -> list[str]:
         (variable, *_) = code_spans(row[0]) or [row[0]]
         seen.append(variable)
         if variable not in real:
-            problems.append(f"{variable}: no such setting in app/settings.py")
+            problems.append(f"{variable}: no such setting in app/settings")
             continue
         try:
             documented = documented_default(row[1])

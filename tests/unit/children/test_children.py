@@ -1416,7 +1416,7 @@ def test_seeded_keys_without_a_uid_are_random_and_say_so(
     seed = tmp_path / "seed"
     seed.write_bytes(b"s" * 32)
     monkeypatch.setenv("MPI_OPERATOR_SSH_KEY_SEED_FILE", str(seed))
-    keys = Settings().key_source()
+    keys = Settings().keys
     no_uid = with_defaults(MPIJob.model_validate({"metadata": {"name": "foo", "namespace": "bar"}}))
     with caplog.at_level("WARNING", logger="mpi_operator_hook.keys"):
         first = build_ssh_secret(no_uid, None, keys)["data"]

@@ -283,7 +283,7 @@ def test_in_a_pod_the_service_accounts_token_is_read_again_as_it_rotates(
         seen.append(request.headers["Authorization"])
         return httpx.Response(200, json={})
 
-    with sync_client(connection, httpx.MockTransport(answer), token_refresh=0) as client:
+    with sync_client(connection, httpx.MockTransport(answer), token_check=0) as client:
         client.get("/api")
         (account / "token").write_text("rotated-token")
         client.get("/api")

@@ -440,19 +440,25 @@ def test_sync_answers_do_not_wait_for_a_slow_api_server(token_file: Path) -> Non
 # ------------------------------------------------------------------------------------------ the token
 
 
-def test_the_token_is_read_again_after_the_refresh_interval(tmp_path: Path) -> None:
+def test_the_token_file_is_looked_at_once_a_second_and_read_again_when_it_changed(tmp_path: Path) -> None:
     path = tmp_path / "token"
     path.write_text("first\n")
     now = [0.0]
-    token = TokenFile(path, refresh_seconds=60, clock=lambda: now[0])
+    token = TokenFile(path, clock=lambda: now[0])
     assert token.get() == "first"
     path.write_text("second")
-    now[0] = 59
-    assert token.get() == "first"
-    now[0] = 61
+    now[0] = 0.9
+    assert token.get() == "first", "not looked at again within a second"
+    now[0] = 1.0
     assert token.get() == "second"
-    path.unlink()  # a failed re-read keeps the last token
-    now[0] = 200
+    path.chmod(0)  # unchanged stamp: not read again (root could read it anyway; the stamp decides)
+    now[0] = 5.0
+    assert token.get() == "second"
+    path.unlink()  # a file gone keeps the last token
+    now[0] = 10.0
+    assert token.get() == "second"
+    path.write_text("")  # a file changed into something unusable keeps the last token too
+    now[0] = 15.0
     assert token.get() == "second"
 
 
@@ -461,7 +467,7 @@ def test_a_rotated_token_is_used_by_the_next_post(token_file: Path) -> None:
 
     async def scenario() -> None:
         async with serving(ApiServer()) as api:
-            events = recorder(api.url, token_file, metrics, posting=replace(FAST, token_refresh_seconds=0))
+            events = recorder(api.url, token_file, metrics, posting=replace(FAST, token_check_seconds=0))
             await events.start()
             events.record(result(CREATED), NOW)
             await events.drain()

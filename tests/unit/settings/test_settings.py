@@ -50,7 +50,7 @@ def test_defaults() -> None:
     assert settings.gang_scheduling == ""
     assert settings.ssh_key_seed_file is None
     assert settings.log_level == "INFO"
-    assert settings.key_source() is random_keys
+    assert settings.keys is random_keys
 
 
 def test_settings_are_frozen() -> None:
@@ -140,13 +140,80 @@ def test_empty_seed_variable_means_no_seed(monkeypatch: pytest.MonkeyPatch) -> N
     monkeypatch.setenv(SEED, "")
     settings = load_settings()
     assert settings.ssh_key_seed_file is None
-    assert settings.key_source() is random_keys
+    assert settings.keys is random_keys
+
+
+@pytest.mark.parametrize("kind", ["a FIFO", "huge"])
+def test_a_seed_that_is_not_one_is_refused_without_reading_it_whole(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path, kind: str
+) -> None:
+    seed = tmp_path / "seed"
+    if kind == "a FIFO":
+        os.mkfifo(seed)  # opened for reading, a FIFO with no writer would block start-up for ever
+    else:
+        with seed.open("wb") as file:
+            file.truncate(1 << 30)  # 1 GiB, sparse: reading it whole would take a GiB of memory
+    message = _error(monkeypatch, SEED, str(seed))
+    assert SEED in message and ("not a regular file" if kind == "a FIFO" else "not a seed") in message
+
+
+def test_the_seed_is_read_once_and_bounded_even_when_it_changes_after_start_up(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    seed = tmp_path / "seed"
+    seed.write_bytes(SEED_CONTENT)
+    monkeypatch.setenv(SEED, str(seed))
+    settings = load_settings()  # looks at the file: fine
+    os.mkfifo(tmp_path / "fifo")
+    seed.unlink()
+    (tmp_path / "fifo").rename(seed)  # swapped for a FIFO before the hook reads it
+    with pytest.raises(SettingsError, match=f"{SEED}: cannot read .*: not a regular file"):
+        settings.keys  # noqa: B018
+    seed.unlink()
+    seed.write_bytes(SEED_CONTENT)
+    settings = Settings()
+    first = settings.keys("3e1f7c52-9a4d-4c0b-8f6e-2b7d1a9c5e40")
+    seed.write_bytes(SEED_CONTENT[::-1])  # read once: the running hook keeps the keys it started with
+    assert settings.keys("3e1f7c52-9a4d-4c0b-8f6e-2b7d1a9c5e40") == first
+    assert Settings().keys("3e1f7c52-9a4d-4c0b-8f6e-2b7d1a9c5e40") != first
+
+
+def test_every_groups_checks_survive_in_settings() -> None:
+    """A validator named alike in two groups would shadow the other in ``Settings``: each stays."""
+    from app.settings import GROUPS
+
+    def checks(model: type) -> set[str]:
+        return set(model.__pydantic_decorators__.field_validators)  # type: ignore[attr-defined]
+
+    every = [name for group in GROUPS for name in checks(group)]
+    assert len(every) == len(set(every)) and set(every) == checks(Settings)
+
+
+@pytest.mark.parametrize(
+    ("name", "value", "field", "expected"),
+    [
+        ("MPI_OPERATOR_LOG_FORMAT", " JSON ", "log_format", "json"),
+        ("MPI_OPERATOR_EVENTS", " Auto ", "events", "auto"),
+        ("MPI_OPERATOR_EVENTS", "FALSE", "events", "off"),
+        ("MPI_OPERATOR_CALLER_AUTH", "OFF", "caller_auth", "off"),
+    ],
+)
+def test_choices_are_read_as_written_in_any_case(
+    monkeypatch: pytest.MonkeyPatch, name: str, value: str, field: str, expected: str
+) -> None:
+    monkeypatch.setenv(name, value)
+    assert getattr(load_settings(), field) == expected
+
+
+def test_a_bad_choice_names_the_choices(monkeypatch: pytest.MonkeyPatch) -> None:
+    message = _error(monkeypatch, "MPI_OPERATOR_METACONTROLLER_APPLY_STRATEGY", "apply")
+    assert "MPI_OPERATOR_METACONTROLLER_APPLY_STRATEGY: Input should be 'dynamic-apply' or" in message
 
 
 def _seeded(monkeypatch: pytest.MonkeyPatch, path: Path, content: bytes) -> SeededKeys:
     path.write_bytes(content)
     monkeypatch.setenv(SEED, str(path))
-    keys = load_settings().key_source()
+    keys = load_settings().keys
     assert isinstance(keys, SeededKeys)
     return keys
 
@@ -159,7 +226,7 @@ def test_seeded_keys_are_deterministic_per_uid(monkeypatch: pytest.MonkeyPatch, 
     assert first.public_line.endswith(b"\n")
     # Same seed and UID: the same key, also from a fresh load (another replica, a restart).
     assert keys("3e1f7c52-9a4d-4c0b-8f6e-2b7d1a9c5e40") == first
-    assert load_settings().key_source()("3e1f7c52-9a4d-4c0b-8f6e-2b7d1a9c5e40") == first
+    assert load_settings().keys("3e1f7c52-9a4d-4c0b-8f6e-2b7d1a9c5e40") == first
     # Another UID, another key.
     other = keys("5d0c2c1e-0000-4000-8000-000000000000")
     assert other.private_pem != first.private_pem
@@ -276,7 +343,7 @@ def test_events_on_without_an_api_server_stops_the_start(monkeypatch: pytest.Mon
 @pytest.mark.parametrize(
     ("name", "value", "words"),
     [
-        ("MPI_OPERATOR_EVENTS", "sometimes", "must be 'auto', 'on' or 'off'"),
+        ("MPI_OPERATOR_EVENTS", "sometimes", "Input should be 'auto', 'on' or 'off'"),
         ("MPI_OPERATOR_EVENTS_API_SERVER", "api.example.com", "must be an http(s) URL"),
         ("MPI_OPERATOR_EVENTS_QUEUE_SIZE", "0", "greater than or equal to 1"),
     ],
