@@ -20,11 +20,10 @@ import socket
 import sys
 from collections.abc import Callable
 from importlib import metadata
-from pathlib import Path
 from typing import NoReturn, cast
 
 from app.api.types import OLD_API_VERSIONS
-from app.cli import arguments, replay
+from app.cli import arguments, complaints, replay
 from app.cli.doctor import command as doctor
 from app.cli.exits import (
     EXIT_BROKEN_PIPE,
@@ -46,11 +45,6 @@ def package_version() -> str:
         return "unknown (not installed)"
 
 
-def _program() -> str:
-    """``kubectl mpijob`` when kubectl runs us as its plugin (``kubectl-mpijob`` on PATH), else ``mpijob``."""
-    return "kubectl mpijob" if Path(sys.argv[0]).name == "kubectl-mpijob" else "mpijob"
-
-
 class _Parser(argparse.ArgumentParser):
     """argparse's parser, a usage error only its one line naming the argument (exit code 2), as every
     other error of the command is one line: ``--help`` prints the usage."""
@@ -61,7 +55,7 @@ class _Parser(argparse.ArgumentParser):
 
 def build_parser() -> argparse.ArgumentParser:
     parser = _Parser(
-        prog=_program(),
+        prog=complaints.program(),
         description="MPIJob (kubeflow.org/v2beta1) sync hook for Metacontroller, and MPIJob manifest tools.",
         epilog="Exit codes: 0 ok, 1 findings or invalid job, 2 unusable input or arguments, 3 internal error,"
         " 4 serve could not listen.",
