@@ -23,7 +23,8 @@ from importlib import metadata
 from typing import NoReturn, cast
 
 from app.api.types import OLD_API_VERSIONS
-from app.cli import arguments, complaints, replay
+from app.cli import arguments, complaints, completion, replay
+from app.cli.completion import SHELLS
 from app.cli.doctor import command as doctor
 from app.cli.exits import (
     EXIT_BROKEN_PIPE,
@@ -46,11 +47,11 @@ def package_version() -> str:
 
 
 class _Parser(argparse.ArgumentParser):
-    """argparse's parser, a usage error only its one line naming the argument (exit code 2), as every
-    other error of the command is one line: ``--help`` prints the usage."""
+    """argparse's parser, a usage error one error line naming the argument (exit code 2), as every other
+    error of the command is: ``mpijob <command>: <what is wrong>: <what to do>``."""
 
     def error(self, message: str) -> NoReturn:
-        self.exit(EXIT_UNUSABLE, f"{self.prog}: error: {message}\n")
+        self.exit(EXIT_UNUSABLE, f"{self.prog}: {message}: see {self.prog} --help\n")
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -60,10 +61,10 @@ def build_parser() -> argparse.ArgumentParser:
         epilog="Exit codes: 0 ok, 1 findings or invalid job, 2 unusable input or arguments, 3 internal error,"
         " 4 serve could not listen.",
     )
-    parser.add_argument("--version", action="version", version=f"%(prog)s {package_version()}")
+    parser.add_argument("-V", "--version", action="version", version=f"%(prog)s {package_version()}")
     commands = cast(
         "argparse._SubParsersAction[argparse.ArgumentParser]",
-        parser.add_subparsers(dest="command", required=True, metavar="COMMAND"),
+        parser.add_subparsers(dest="command", metavar="COMMAND"),
     )
     _add_serve(commands)
     _add_render(commands)
@@ -71,7 +72,19 @@ def build_parser() -> argparse.ArgumentParser:
     _add_convert(commands)
     replay.add_parser(commands)
     doctor.add_parser(commands)
+    _add_completion(commands)
     return parser
+
+
+def _add_completion(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
+    completion = commands.add_parser(
+        "completion",
+        help="print a shell completion script",
+        description="Print the completion script for SHELL. bash: source <(mpijob completion bash), e.g. in"
+        " ~/.bashrc; zsh (with compinit): source <(mpijob completion zsh); fish: mpijob completion fish |"
+        " source, or save it as ~/.config/fish/completions/mpijob.fish.",
+    )
+    completion.add_argument("shell", metavar="SHELL", choices=SHELLS, help=f"one of {', '.join(SHELLS)}")
 
 
 def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -81,7 +94,10 @@ def _add_serve(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         description="Run the sync hook (settings: MPI_OPERATOR_*).",
     )
     serve.add_argument(
-        "--host", type=host_address, default="0.0.0.0", help="IP address or name to bind (default 0.0.0.0)"
+        "--host",
+        type=host_address,
+        default="127.0.0.1",
+        help="IP address or name to bind (default 127.0.0.1, this machine only; the image binds 0.0.0.0)",
     )
     serve.add_argument("--port", type=tcp_port, default=8080, help="TCP port, 1-65535 (default 8080)")
     serve.add_argument("--workers", type=at_least_one, default=1, help="uvicorn worker processes (default 1)")
@@ -128,15 +144,12 @@ def _add_render(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
     render = commands.add_parser(
         "render",
         help="print the objects the hook would create for each MPIJob",
-        description="Print, as YAML, the Kubernetes objects a first sync creates for every MPIJob in FILE"
-        " (Secret data redacted). The output can go to `kubectl apply --dry-run=client -f -`.",
+        description="Print, as YAML (or JSON), the Kubernetes objects a first sync creates for every MPIJob"
+        " in FILE (Secret data redacted). The output can go to `kubectl apply --dry-run=client -f -`. What"
+        " the hook would say is wrong with a job (its Warning and Invalid conditions) goes to stderr.",
     )
-    render.add_argument(
-        "file", metavar="FILE", help="manifest (YAML or JSON, several documents); - for stdin"
-    )
-    render.add_argument(
-        "--status", action="store_true", help="also print each job's status, as YAML comments"
-    )
+    render.add_argument("file", metavar="FILE", help="manifest (YAML or JSON, several documents); - is stdin")
+    render.add_argument("--status", action="store_true", help="also print each job's status as YAML comments")
     render.add_argument(
         "--workers-ready",
         action="store_true",
@@ -164,6 +177,9 @@ def _add_render(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -
         type=arguments.gang_scheduling,
         help="as the hook's MPI_OPERATOR_GANG_SCHEDULING (default: that variable, else empty)",
     )
+    render.add_argument(
+        "-o", "--output", choices=("yaml", "json"), default="yaml", help="yaml (default), or json: one List"
+    )
 
 
 def _add_lint(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -171,16 +187,21 @@ def _add_lint(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> 
         "lint",
         help="find mistakes in MPIJob manifests",
         description="Check every MPIJob in the files for the mistakes that fail silently (-np vs slots,"
-        " GPUs vs slots, pruned fields, ...) and for what the CRD or the hook's validation would reject.",
+        " GPUs vs slots, pruned fields, ...) and for what the CRD or the hook's validation would reject."
+        " A folder is read as kubectl apply -f reads it: its .yaml, .yml and .json files in name order.",
         epilog="Exit codes: 0 no finding at or above --fail-on, 1 some, 2 unusable input."
         " Silence a rule for one job: annotation mpijob-lint/ignore: RULE[,RULE].",
     )
-    lint.add_argument("files", nargs="*", metavar="FILE", help="manifests; - for stdin")
+    lint.add_argument("files", nargs="*", metavar="FILE", help="manifests or folders of them; - for stdin")
+    lint.add_argument(
+        "-R", "--recursive", action="store_true", help="read the folders' subfolders too (as kubectl's -R)"
+    )
     lint.add_argument(
         "--fail-on",
         choices=("error", "warning", "info", "never"),
         default="warning",
-        help="lowest severity that makes the exit code 1 (default warning)",
+        help="lowest severity that makes the exit code 1 (default warning; info: also a launcher without"
+        " a command, whose entrypoint lint cannot see)",
     )
     lint.add_argument("-o", "--output", choices=("text", "json"), default="text", help="output format")
     lint.add_argument("--list-rules", action="store_true", help="print the rules and exit")
@@ -226,7 +247,14 @@ def _add_convert(commands: argparse._SubParsersAction[argparse.ArgumentParser]) 
 
 
 def main(argv: list[str] | None = None) -> int:
-    args = build_parser().parse_args(argv)
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    if args.command is None:  # bare `mpijob`: what it can do, not only what is missing
+        parser.print_help(sys.stderr)
+        return EXIT_UNUSABLE
+    if args.command == "completion":
+        sys.stdout.write(completion.script(args.shell, parser, complaints.program().split()[-1]))
+        return EXIT_OK
     try:
         code = _dispatch(args)
         sys.stdout.flush()  # output still buffered meets a reader gone early here, not at interpreter exit
@@ -238,7 +266,7 @@ def main(argv: list[str] | None = None) -> int:
         os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
     except Exception as err:  # the promise: one line, never a traceback
-        print(f"mpijob: internal error ({type(err).__name__}); please report it", file=sys.stderr)
+        complaints.complain(args.command, f"internal error ({type(err).__name__})", "please report it")
         return EXIT_INTERNAL
 
 
@@ -264,10 +292,10 @@ def _serve(host: str, port: int, workers: int) -> int:
     try:
         serve(host, port, workers)
     except SettingsError as err:
-        print(f"mpijob: {err}", file=sys.stderr)
+        complaints.complain("serve", str(err), "set each variable named as docs/operations.md#settings says")
         return EXIT_UNUSABLE
     except CannotListen as err:
-        print(f"mpijob: serve: {err}", file=sys.stderr)
+        complaints.complain("serve", str(err), "stop what holds the address, or choose another --host/--port")
         return EXIT_CANNOT_SERVE
     return EXIT_OK
 

@@ -1,26 +1,31 @@
-"""What ``mpijob render`` does and prints: YAML to stdout, the rest to stderr.
+"""What ``mpijob render`` does and prints: the objects to stdout (YAML, or with ``-o json`` the one ``List``
+``kubectl get -o json`` prints), the rest to stderr as error lines (``app.cli.complaints``).
 
 ``render`` runs the hook's own ``sync`` on a first-sync request built from the file, so what it prints is what
 the hook would ask Metacontroller to create. ``--workers-ready`` and ``--nodes`` sync again with the first
 sync's children observed Ready, or bound to the nodes of ``kubectl get nodes,pods -o yaml``
-(``app.cli.cluster_file``): the hook's own plan orders the hostfile then.
+(``app.cli.cluster_file``): the hook's own plan orders the hostfile then. What the hook would say is wrong
+with a job (its Warning, GangSchedulingUnavailable and Invalid conditions) is an error line each, never only a
+comment among the YAML: a job written ``worker:`` renders no workers, and must not look fine.
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import shlex
 import sys
 import uuid
 from datetime import UTC, datetime
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, NamedTuple
 
 import orjson
 import yaml
 
 from app.api.hostfile_order_annotations import ORDER_ANNOTATION, asks_topology_order
-from app.api.types import API_VERSION, OLD_API_VERSIONS, LauncherCreationPolicy
-from app.cli.commands import documents, error, job_name, mpijobs
+from app.api.types import API_VERSION, OLD_API_VERSIONS, ConditionType, LauncherCreationPolicy
+from app.cli.commands import documents, job_name, mpijobs
+from app.cli.complaints import complain
 from app.cli.exits import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
 from app.cli.yamlio import dump_all, source_name
 from app.kube.pod_phase import PodPhase
@@ -29,10 +34,27 @@ from app.kube.yamltext import Document, InputError
 if TYPE_CHECKING:
     from app.cli.cluster_file import Cluster
 
+COMMAND = "render"
 REDACTED = "<redacted>"
 # ``render --nodes``: the syncs after the first one until the children stop changing (hostfile ordered,
 # stored, launcher created, the same again); one more than that takes.
 _MAX_SYNCS = 5
+# The conditions by which the hook says something is wrong with a job (each also a Warning Event), and what to
+# do about each ({file}: FILE as given). GangSchedulingUnavailable's message says what to change itself.
+_FIXES = {
+    ConditionType.INVALID: "`mpijob lint {file}` names each field to correct, with its line",
+    ConditionType.WARNING: "`mpijob lint {file}` names each finding's line",
+    ConditionType.GANG_SCHEDULING_UNAVAILABLE: "",
+}
+
+
+class _Rendered(NamedTuple):
+    """One job rendered: the comments printed before its objects in YAML, the objects (Secret data
+    redacted), and whether the hook would create them (the job is not Invalid)."""
+
+    comments: str
+    children: list[dict[str, Any]]
+    ok: bool
 
 
 # --- render ----------------------------------------------------------------------------------------------
@@ -42,32 +64,46 @@ def run(args: argparse.Namespace) -> int:
     from app.cli.cluster_file import read_cluster
     from app.settings import SettingsError
 
+    if args.output == "json" and args.status:
+        complain(
+            COMMAND,
+            "--status prints each status as YAML comments, which JSON has no place for",
+            "leave out --status, or print YAML (-o yaml)",
+        )
+        return EXIT_UNUSABLE
+    if args.nodes == "-" and args.file == "-":
+        complain(COMMAND, "FILE and --nodes cannot both be standard input (-)", "give one of them as a file")
+        return EXIT_UNUSABLE
     try:
-        if args.nodes == "-" and args.file == "-":
-            raise InputError("FILE and --nodes cannot both be standard input (-)")
         settings = _render_settings(args)
-        jobs = mpijobs(documents(args.file), source_name(args.file), "rendered")
+        jobs = mpijobs(documents(args.file), source_name(args.file), "rendered", COMMAND)
         cluster = read_cluster(args.nodes) if args.nodes is not None else None
     except (InputError, SettingsError) as err:
-        error(str(err))
+        complain(COMMAND, str(err))
         return EXIT_UNUSABLE
-    for doc in jobs:
-        version = doc.data.get("apiVersion")
-        if version != API_VERSION:
-            advice = f"no MPI operator served it; write apiVersion: {API_VERSION}"
-            if version in OLD_API_VERSIONS:
-                advice = f"run `mpijob convert {shlex.quote(args.file)} > new.yaml` first"
-            error(
-                f"{doc.source}: MPIJob {job_name(doc.data)} is {version!s:.40}, not {API_VERSION}: {advice}"
-            )
-            return EXIT_UNUSABLE
-    chunks, invalid = [], False
-    for doc in jobs:
-        text, ok = _render_job(doc, settings, args, cluster)
-        chunks.append(text)
-        invalid = invalid or not ok
-    sys.stdout.write("".join(chunks))
-    return EXIT_FINDINGS if invalid else EXIT_OK
+    if not all(_served(doc, args.file) for doc in jobs):
+        return EXIT_UNUSABLE
+    rendered = [_render_job(doc, settings, args, cluster) for doc in jobs]
+    if args.output == "json":  # as `kubectl get -o json` prints several objects
+        items = [child for job in rendered for child in job.children]
+        listed = {"apiVersion": "v1", "items": items, "kind": "List", "metadata": {"resourceVersion": ""}}
+        sys.stdout.write(json.dumps(listed, indent=4) + "\n")
+    else:
+        sys.stdout.write("".join(job.comments + dump_all(job.children) for job in rendered))
+    return EXIT_OK if all(job.ok for job in rendered) else EXIT_FINDINGS
+
+
+def _served(doc: Document, path: str) -> bool:
+    """Whether the hook reads the job's apiVersion; if not, says what to do."""
+    version = doc.data.get("apiVersion")
+    if version == API_VERSION:
+        return True
+    where = f"{doc.source}: MPIJob {job_name(doc.data)} is {version!s:.40}, not {API_VERSION}"
+    if version in OLD_API_VERSIONS:
+        complain(COMMAND, where, f"run `mpijob convert {shlex.quote(path)} > new.yaml` first")
+    else:
+        complain(COMMAND, f"{where} (no MPI operator served it)", f"write apiVersion: {API_VERSION}")
+    return False
 
 
 def _render_settings(args: argparse.Namespace) -> Any:
@@ -207,30 +243,27 @@ def _synced(doc: Document, settings: Any, args: argparse.Namespace, cluster: Clu
         and not args.workers_ready
         and policy == LauncherCreationPolicy.WAIT_FOR_WORKERS_READY
     ):
-        error(
-            f"{doc.source}: MPIJob {job_name(doc.data)}: no launcher Job yet: launcherCreationPolicy"
-            " WaitForWorkersReady creates it once every worker Pod is Ready; --workers-ready renders it"
+        complain(
+            COMMAND,
+            f"{doc.source}: MPIJob {job_name(doc.data)} has no launcher Job yet (launcherCreationPolicy"
+            " WaitForWorkersReady creates it once every worker Pod is Ready)",
+            "--workers-ready renders it",
         )
     return result, job
 
 
-def _render_job(
-    doc: Document, settings: Any, args: argparse.Namespace, cluster: Cluster | None
-) -> tuple[str, bool]:
+def _render_job(doc: Document, settings: Any, args: argparse.Namespace, cluster: Cluster | None) -> _Rendered:
+    from app.core.sync import Outcome
     from app.kube.request import RequestError
 
     try:
         result, job = _synced(doc, settings, args, cluster)
     except RequestError as err:
-        error(f"{doc.source}: MPIJob {job_name(doc.data)}: {err}")
-        return "", False
-    from app.core.sync import Outcome
-
+        complain(COMMAND, f"{doc.source}: MPIJob {job_name(doc.data)}: {err}")
+        return _Rendered("", [], ok=False)
     conditions = result.status.get("conditions") or []
+    _say_what_is_wrong(doc, conditions, args.file)
     invalid = result.outcome == Outcome.INVALID
-    if invalid:
-        message = next((c.get("message") for c in conditions if c.get("type") == "Invalid"), "")
-        error(f"{doc.source}: MPIJob {job_name(doc.data)} is invalid, nothing would be created: {message}")
     summary = ", ".join(f"{c['type']}={c['status']}" for c in conditions)
     text = f"# MPIJob {result.namespace}/{result.name}: {summary}\n"
     if cluster is not None and not invalid:
@@ -238,8 +271,22 @@ def _render_job(
     if args.status:
         status = yaml.safe_dump({"status": result.status}, sort_keys=False)
         text += "".join(f"# {line}\n" for line in status.splitlines())
-    text += dump_all([redact(child) for child in result.children])
-    return text, not invalid
+    return _Rendered(text, [redact(child) for child in result.children], ok=not invalid)
+
+
+def _say_what_is_wrong(doc: Document, conditions: list[dict[str, Any]], path: str) -> None:
+    """Each condition by which the hook would say something is wrong with the job, as an error line: a
+    ``Warning=True`` in a comment is easy to miss, and the job may not be what its author meant."""
+    where = f"{doc.source}: MPIJob {job_name(doc.data)}"
+    for condition in conditions:
+        kind, message = condition.get("type"), condition.get("message") or ""
+        if kind not in _FIXES or condition.get("status") != "True":
+            continue
+        fix = _FIXES[kind].format(file=shlex.quote(path))
+        if kind == ConditionType.INVALID:
+            complain(COMMAND, f"{where} is invalid, nothing would be created: {message}", fix)
+        else:
+            complain(COMMAND, f"{where}: the hook would set {kind}: {message}", fix)
 
 
 def redact(child: dict[str, Any]) -> dict[str, Any]:
@@ -257,15 +304,23 @@ def _order_summary(doc: Document, job: dict[str, Any], result: Any, cluster: Clu
 
     where = f"{doc.source}: MPIJob {job_name(job)}"
     if not asks_topology_order(job["metadata"].get("annotations") or {}):
-        error(
-            f"{where} keeps upstream's hostfile order (no annotation {ORDER_ANNOTATION}: topology):"
-            f" the nodes in {cluster.source} change nothing"
+        complain(
+            COMMAND,
+            f"{where} keeps upstream's hostfile order, so the nodes in {cluster.source} change nothing",
+            f"annotate it {ORDER_ANNOTATION}: topology to order its hostfile by them",
         )
         return ""
     config: dict[str, Any] = next((c for c in result.children if c.get("kind") == "ConfigMap"), {})
     first = str((config.get("data") or {}).get(names.HOSTFILE_KEY, "")).partition("\n")[0]
-    if not first.startswith(MARK):
-        return ""
+    if first.startswith(MARK):
+        _say_unbound(where, job, result, cluster)
+        return first + "\n"
+    return ""
+
+
+def _say_unbound(where: str, job: dict[str, Any], result: Any, cluster: Cluster) -> None:
+    """Why the hostfile is not (yet) in the order of ``cluster``'s nodes: Pods it does not bind, Nodes it
+    lacks, a launcher-as-worker without its Pod."""
     namespace = job["metadata"]["namespace"]
     pods = [str(c["metadata"]["name"]) for c in result.children if c.get("kind") == "Pod"]
     unbound = [pod for pod in pods if not cluster.node_of(namespace, pod)]
@@ -273,17 +328,27 @@ def _order_summary(doc: Document, job: dict[str, Any], result: Any, cluster: Clu
         {node for pod in pods if (node := cluster.node_of(namespace, pod)) not in cluster.nodes} - {""}
     )
     if unbound:
-        error(
-            f"{where}: {_some(unbound)} not bound to a node in {cluster.source}: the hostfile keeps"
-            " upstream's order until every host is"
+        complain(
+            COMMAND,
+            f"{where}: {_some(unbound)} not bound to a node in {cluster.source}, so the hostfile keeps"
+            " upstream's order until every host is",
+            f"bind them in {cluster.source} (spec.nodeName) to render the order",
         )
     if unknown:
-        error(f"{where}: {cluster.source} has no Node {_some(unknown)}: its Pods sort as if it had no labels")
+        complain(
+            COMMAND,
+            f"{where}: {cluster.source} has no Node {_some(unknown)}, so its Pods sort as if it had no"
+            " labels",
+            f"add the Node to {cluster.source} (kubectl get nodes,pods -o yaml prints them all)",
+        )
     if job.get("spec", {}).get("runLauncherAsWorker") and not any(
         pod.get("spec", {}).get("nodeName") for pod in cluster.launcher_pods(namespace, job_name(job))
     ):
-        error(f"{where}: no launcher Pod bound to a node in {cluster.source}: the order waits for it too")
-    return first + "\n"
+        complain(
+            COMMAND,
+            f"{where}: no launcher Pod bound to a node in {cluster.source}, and the order waits for it too",
+            f"add the launcher Pod, bound, to {cluster.source}",
+        )
 
 
 def _some(names: list[str], shown: int = 5) -> str:

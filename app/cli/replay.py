@@ -14,26 +14,25 @@ skipped with a note (``--all`` sends it anyway).
 Neither DIR nor URL is trusted (``app.cli.replay_io`` bounds what is read from both): a case that cannot be
 read, or whose answer cannot be used, is reported ``broken`` on its own line and the others are still
 compared; the exit code is then 2, as when the hook cannot be reached or no case could be compared (the
-user guide's ``mpijob`` table).
+user guide's ``mpijob`` table). What is printed, as text or ``-o json``: ``app.cli.replay_report``.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import sys
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, TextIO
+from typing import Any
 
 from app.cli.exits import EXIT_FINDINGS, EXIT_OK, EXIT_UNUSABLE
 from app.cli.replay_compare import VALUE_CHARS, diff, without_volatile
+from app.cli.replay_report import BROKEN, DIFFERS, SAME, SKIPPED, Report, Verdict, plural, say_error
 
 # The recorder's layout (app.server.record), and the settings (app.settings) are imported when replay runs:
 # building the parser for every `mpijob` command must stay cheap.
 
-MAX_DIFF_LINES = 10
 # --timeout's bound: one call to the hook, start to end.
 MAX_TIMEOUT = 3600.0
 
@@ -68,6 +67,9 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
         " 'Authorization: Bearer'; needed unless the hook runs with MPI_OPERATOR_CALLER_AUTH=off",
     )
     replay.add_argument(
+        "-o", "--output", choices=("text", "json"), default="text", help="text (default), or json: one object"
+    )
+    replay.add_argument(
         "--timeout",
         type=seconds,
         default=30.0,
@@ -76,7 +78,11 @@ def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) ->
 
 
 class Unusable(Exception):
-    """DIR or URL cannot be used at all: exit 2 with this message."""
+    """DIR or URL cannot be used at all: exit 2 with an error line of what is wrong and what to do."""
+
+    def __init__(self, problem: str, fix: str) -> None:
+        super().__init__(problem)
+        self.problem, self.fix = problem, fix
 
 
 @dataclass(frozen=True)
@@ -98,12 +104,10 @@ class Broken:
     why: str
 
 
-@dataclass
-class Tally:
-    same: int = 0
-    differ: int = 0
-    skipped: int = 0
-    broken: int = 0
+# What to do when DIR is not a folder of recorded requests.
+_GIVE_A_FOLDER = (
+    "give a folder of recorded requests (examples/requests, or the hook's MPI_OPERATOR_RECORD_DIR)"
+)
 
 
 def run(args: argparse.Namespace) -> int:
@@ -114,30 +118,26 @@ def run(args: argparse.Namespace) -> int:
         headers = _headers(args.token_file)
         names, cases = load_cases(Path(args.dir))
         with connect(args.url.rstrip("/"), headers, args.timeout) as client:
-            tally = _replay(names, cases, args, target, client)
+            counts = _replay(names, cases, args, target, client)
     except Unreachable as err:
-        say(f"mpijob: cannot reach {args.url}: {err}", sys.stderr)
+        say_error(f"cannot reach {args.url}: {err}", "start the hook, or give its address with --url")
         return EXIT_UNUSABLE
     except Unusable as err:
-        say(f"mpijob: {err}", sys.stderr)
+        say_error(err.problem, err.fix)
         return EXIT_UNUSABLE
-    broken = f", {tally.broken} broken" if tally.broken else ""
-    say(f"{tally.same} same, {tally.differ} differ, {tally.skipped} skipped{broken}")
-    if tally.broken:
-        say(f"mpijob: {tally.broken} case(s) could not be compared (see the broken cases above)", sys.stderr)
+    if counts[BROKEN]:
+        say_error(
+            f"{plural(counts[BROKEN], 'case')} could not be compared (see the cases marked broken)",
+            "correct or remove them; the others were compared",
+        )
         return EXIT_UNUSABLE
-    if tally.same + tally.differ == 0:
-        say("mpijob: no case was compared (see the skipped cases above)", sys.stderr)
+    if counts[SAME] + counts[DIFFERS] == 0:
+        say_error(
+            "no case was compared (see the cases marked skipped)",
+            "give the hook's settings with --setting, or --all to send them anyway",
+        )
         return EXIT_UNUSABLE
-    return EXIT_FINDINGS if tally.differ else EXIT_OK
-
-
-def say(line: str, file: TextIO | None = None) -> None:
-    """Print one line, made safe for a terminal: names and answers come from files and a server."""
-    from app.cli.replay_io import LINE_CHARS
-    from app.cli.terminal import printable
-
-    print(printable(line, LINE_CHARS), file=file or sys.stdout)
+    return EXIT_FINDINGS if counts[DIFFERS] else EXIT_OK
 
 
 def seconds(text: str) -> float:
@@ -159,7 +159,10 @@ def _target_settings(given: list[str]) -> dict[str, str]:
     for item in given:
         name, equals, value = item.partition("=")
         if not equals or name not in defaults:
-            raise Unusable(f"--setting {item!r}: expected NAME=VALUE with NAME one of {', '.join(defaults)}")
+            raise Unusable(
+                f"--setting {item!r} is not NAME=VALUE",
+                f"give NAME=VALUE with NAME one of {', '.join(defaults)}",
+            )
         target[name] = value.strip()
     return target
 
@@ -174,7 +177,7 @@ def _headers(token_file: str | None) -> dict[str, str]:
             # A pipe such as <(...) is fine: the user named it.
             headers["Authorization"] = f"Bearer {read_token(Path(token_file), '--token-file', pipes=True)}"
         except ValueError as err:  # names the file and the problem, never the content
-            raise Unusable(str(err)) from None
+            raise Unusable(str(err), "give the file that holds the hook's caller token") from None
     return headers
 
 
@@ -187,11 +190,11 @@ def load_cases(directory: Path) -> tuple[list[str], Iterator[Case | Broken]]:
     from app.server.record import REQUEST
 
     if str(directory) == "-":
-        raise Unusable("DIR is a folder of recorded requests: replay does not read standard input")
+        raise Unusable("DIR is a folder, so replay does not read standard input", _GIVE_A_FOLDER)
     try:
         top = open_folder(directory)
     except Refused as err:
-        raise Unusable(f"{directory}: {err}") from None
+        raise Unusable(f"{directory}: {err}", _GIVE_A_FOLDER) from None
     if _exists(top, REQUEST):  # DIR is one case's own folder
         return [directory.absolute().name], _cases(top, [None], directory.absolute().name)
     try:
@@ -199,10 +202,10 @@ def load_cases(directory: Path) -> tuple[list[str], Iterator[Case | Broken]]:
             names = sorted(e.name for e in entries if not e.name.startswith(".") and _may_be_case(top, e))
     except OSError as err:
         os.close(top)
-        raise Unusable(f"{directory}: cannot list it: {err.strerror}") from None
+        raise Unusable(f"{directory}: cannot list it: {err.strerror}", _GIVE_A_FOLDER) from None
     if not names:
         os.close(top)
-        raise Unusable(f"{directory}: no recorded request in it (a folder with {REQUEST})")
+        raise Unusable(f"{directory}: no recorded request in it (a folder with {REQUEST})", _GIVE_A_FOLDER)
     return names, _cases(top, names, "")
 
 
@@ -288,30 +291,28 @@ def _replay(
     args: argparse.Namespace,
     target: dict[str, str],
     client: Any,
-) -> Tally:
-    tally = Tally()
-    width = max(len(name) for name in names)
+) -> dict[str, int]:
+    """Each case's verdict, reported as it comes; the count of each verdict."""
+    report = Report(args.output, max(len(name) for name in names))
     for case in cases:
-        if isinstance(case, Case) and (needs := _unmet(case.settings, target)) and not args.all:
-            tally.skipped += 1
-            say(f"skipped  {case.name:<{width}}  needs {needs}; the hook runs with other settings"
-                " (--setting if it runs with these, --all to send it anyway)")  # fmt: skip
-            continue
-        outcome = _compare(case, args, client) if isinstance(case, Case) else case
-        if isinstance(outcome, Broken):
-            tally.broken += 1
-            say(f"broken   {outcome.name:<{width}}  {outcome.why}")
-        elif outcome:
-            tally.differ += 1
-            say(f"differs  {case.name:<{width}}  ({len(outcome)} differences)")
-            for line in outcome[:MAX_DIFF_LINES]:
-                say(f"  {line}")
-            if len(outcome) > MAX_DIFF_LINES:
-                say(f"  ... and {len(outcome) - MAX_DIFF_LINES} more")
-        else:
-            tally.same += 1
-            say(f"same     {case.name}")
-    return tally
+        report.add(_verdict(case, args, target, client))
+    report.finish()
+    return report.counts
+
+
+def _verdict(case: Case | Broken, args: argparse.Namespace, target: dict[str, str], client: Any) -> Verdict:
+    if isinstance(case, Broken):
+        return Verdict(case.name, BROKEN, why=case.why)
+    if (needs := _unmet(case.settings, target)) and not args.all:
+        why = (
+            f"needs {needs}; the hook runs with other settings (--setting if it runs with these, --all to"
+            " send it anyway)"
+        )
+        return Verdict(case.name, SKIPPED, why=why)
+    outcome = _compare(case, args, client)
+    if isinstance(outcome, Broken):
+        return Verdict(case.name, BROKEN, why=outcome.why)
+    return Verdict(case.name, DIFFERS, tuple(outcome)) if outcome else Verdict(case.name, SAME)
 
 
 def _compare(case: Case, args: argparse.Namespace, client: Any) -> list[str] | Broken:
@@ -348,12 +349,29 @@ def _send(case: Case, args: argparse.Namespace, client: Any) -> tuple[int, Any]:
     url, path = args.url.rstrip("/"), HOOK_PATHS[case.hook]
     status, raw = post(client, path, case.request, args.timeout)  # Unreachable: run() stops
     if status == 401:
-        raise Unusable(f"{url}{path} answered 401: pass the hook's caller token with --token-file FILE")
+        raise _refused(f"{url}{path} answered 401", args.token_file)
     if status in (404, 405):
-        raise Unusable(f"{url}{path} answered {status}: is --url the hook's base URL?")
+        raise Unusable(
+            f"{url}{path} answered {status}, as a server that is not the hook would",
+            "give --url the hook's base URL, without /sync (e.g. http://127.0.0.1:8080)",
+        )
     try:
         return status, parse_json(raw, "the answer")
     except TooDeep:
         raise
     except Refused:
         return status, {"(not JSON)": raw[:VALUE_CHARS].decode("utf-8", "replace")}
+
+
+def _refused(answered: str, token_file: str | None) -> Unusable:
+    """A 401: the hook refused the token sent (named by its file, never shown), or wants one."""
+    if token_file is None:
+        return Unusable(
+            f"{answered}: the hook takes only callers with its token",
+            "give the file of its MPI_OPERATOR_CALLER_TOKEN_FILE with --token-file FILE",
+        )
+    return Unusable(
+        f"{answered}: the hook refused the token in {token_file}",
+        "check that the file holds the token the hook reads from its MPI_OPERATOR_CALLER_TOKEN_FILE (the"
+        " current one, if it was rotated) and that --url is that hook",
+    )

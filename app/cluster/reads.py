@@ -59,6 +59,25 @@ class CannotRead(Exception):
         self.permission = permission
 
 
+class NotKubernetes(CannotRead):
+    """The server answers, but not as a Kubernetes API server does: every read would look like a missing
+    object, so nothing it says is judged."""
+
+    fix = "check the kubeconfig's server / context"
+
+
+def _kubernetes_version(body: Any) -> bool:
+    return isinstance(body, dict) and isinstance(body.get("gitVersion"), str)
+
+
+def _kubernetes_api(body: Any) -> bool:
+    return isinstance(body, dict) and body.get("kind") == "APIVersions"
+
+
+# What an API server answers: GET /version (anyone may read it), else GET /api (if a proxy hides /version).
+_KUBERNETES_ANSWERS = (("/version", _kubernetes_version), ("/api", _kubernetes_api))
+
+
 class Reader:
     """GETs JSON and logs from one API server; 404 is ``None``, a refusal is ``CannotRead``. Each answer is
     bounded: ``limit`` bytes, ``deadline`` seconds from the request to its last byte."""
@@ -116,6 +135,20 @@ class Reader:
             params["continue"] = token
         return items
 
+    def check_kubernetes(self) -> None:
+        """``NotKubernetes`` unless ``GET /version`` or ``GET /api`` answers as Kubernetes does (or refuses
+        with a Kubernetes ``Status``: the reads then name the permission); credentials refused are said so."""
+        heard = []
+        for path, answers_so in _KUBERNETES_ANSWERS:
+            answer = self._fetch(Read("get", path, "", path), {"Accept": "application/json"})
+            if answer.status == 401:
+                raise self._credentials_refused()
+            body = _json_or_none(answer.body)
+            if (answer.status == 200 and answers_so(body)) or (answer.status == 403 and _is_status(body)):
+                return
+            heard.append(_heard(path, answer))
+        raise NotKubernetes(f"{self._server} is not a Kubernetes API server ({'; '.join(heard)})")
+
     def text(self, read: Read) -> str | None:
         """A log; ``None`` when there is none yet (the container has not started: 400) or the Pod is gone."""
         answer = self._get(read, {"Accept": "*/*"}, missing=(400, 404))
@@ -127,10 +160,7 @@ class Reader:
         if status in missing:
             return None
         if status == 401:
-            raise CannotRead(
-                f"the API server at {self._server} did not accept your credentials (401 Unauthorized):"
-                " log in again or check the kubeconfig's user"
-            )
+            raise self._credentials_refused()
         if status == 403:
             raise CannotRead(
                 f"permission missing: {read.permission} (403 Forbidden: {_message(answer)})", read.permission
@@ -143,6 +173,12 @@ class Reader:
                 " follows no redirects (is the kubeconfig's server the API server itself?)"
             )
         return answer
+
+    def _credentials_refused(self) -> CannotRead:
+        return CannotRead(
+            f"the API server at {self._server} did not accept your credentials (401 Unauthorized):"
+            " log in again or check the kubeconfig's user"
+        )
 
     def _fetch(self, read: Read, headers: dict[str, str]) -> _Answer:
         """The answer, read in a thread so that the deadline holds however slowly the bytes come."""
@@ -201,10 +237,26 @@ class Reader:
         return text
 
 
-def _message(answer: _Answer) -> str:
+def _heard(path: str, answer: _Answer) -> str:
+    """What ``GET path`` answered, in a few words: why the server is not taken for Kubernetes."""
+    said = f"GET {path}: HTTP {answer.status} {answer.reason[:40]}".rstrip()
+    return f"{said}, not what Kubernetes answers" if answer.status == 200 else said
+
+
+def _json_or_none(raw: bytes) -> Any:
+    """``raw`` parsed (depth-checked), or ``None`` when it is not JSON."""
     try:
-        body = parse_json(answer.body, "the answer")
+        return parse_json(raw, "the answer")
     except Hostile:
-        body = None
+        return None
+
+
+def _is_status(body: Any) -> bool:
+    """A Kubernetes ``Status`` (``kind: Status``, ``apiVersion: v1``): how an API server refuses."""
+    return isinstance(body, dict) and body.get("kind") == "Status" and body.get("apiVersion") == "v1"
+
+
+def _message(answer: _Answer) -> str:
+    body = _json_or_none(answer.body)
     message = body.get("message") if isinstance(body, dict) else None
     return str(message or answer.reason)[:_MESSAGE_CHARS]

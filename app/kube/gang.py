@@ -22,6 +22,10 @@ SCHEDULER_PLUGINS_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
 KUBERNETES = "kubernetes"
 KUBERNETES_API_VERSION = "scheduling.k8s.io/v1alpha2"
 PODGROUP_API_VERSIONS = (VOLCANO_API_VERSION, SCHEDULER_PLUGINS_API_VERSION, KUBERNETES_API_VERSION)
+# The setting values that pick a backend of their own (any other name: scheduler-plugins), and how many edits
+# from one of them a value is taken for its typo (``meant_backend``): "volcanoo", "kubernets", "Volcano".
+BACKENDS = (VOLCANO, KUBERNETES)
+TYPO_EDITS = 2
 KIND = "PodGroup"
 RESOURCE = "podgroups"
 WORKLOAD_KIND = "Workload"
@@ -89,11 +93,43 @@ def topology_key(annotations: Mapping[str, str]) -> str:
 def gang_setting(setting: str) -> str:
     """The setting as the hook reads it, surrounding spaces dropped; ``ValueError`` unless empty, ``volcano``,
     ``kubernetes`` or a scheduler name (Pods name it in ``spec.schedulerName``, which must be a DNS
-    subdomain)."""
+    subdomain) other than a typo of those two (``meant_backend``). The one rule for the hook's setting and
+    every ``--gang-scheduling`` flag."""
     value = setting.strip()
+    meant = meant_backend(value)
+    if meant is not None:
+        raise ValueError(
+            f"is not {meant!r} but would be taken for the name of a scheduler-plugins scheduler:"
+            f" did you mean {meant}?"
+        )
     if value and not is_dns1123_subdomain(value):
         raise ValueError("must be empty, 'volcano', 'kubernetes' or a scheduler name (a DNS subdomain)")
     return value
+
+
+def meant_backend(value: str) -> str | None:
+    """The backend (``BACKENDS``) that ``value`` is a typo of: at most ``TYPO_EDITS`` edits from its name,
+    in any case, yet not that name. Upstream takes any other name for a scheduler-plugins scheduler, so
+    ``volcanoo`` would create a PodGroup no scheduler reads and Pods that wait for a scheduler nobody runs;
+    no real scheduler is named this close to a backend."""
+    lowered = value.lower()
+    if value in BACKENDS or len(lowered) > max(map(len, BACKENDS)) + TYPO_EDITS:  # no need to count
+        return None
+    return next((name for name in BACKENDS if _edits(lowered, name) <= TYPO_EDITS), None)
+
+
+def _edits(text: str, other: str) -> int:
+    """The fewest insertions, deletions, substitutions and swaps of two neighbours that make ``text``
+    ``other`` (optimal string alignment distance)."""
+    rows = [list(range(len(other) + 1))]
+    for i, char in enumerate(text, 1):
+        row = [i]
+        for j, wanted in enumerate(other, 1):
+            row.append(min(rows[-1][j] + 1, row[j - 1] + 1, rows[-1][j - 1] + (char != wanted)))
+            if i > 1 and j > 1 and char == other[j - 2] and text[i - 2] == wanted:
+                row[j] = min(row[j], rows[-2][j - 2] + 1)
+        rows.append(row)
+    return rows[-1][-1]
 
 
 def gang_scheduler(setting: str) -> GangScheduler | None:

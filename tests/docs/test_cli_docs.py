@@ -21,7 +21,7 @@ from tests.unit.cli.test_cli import mpijob
 GUIDE = paths.ROOT / "docs" / "user-guide.md"
 GPU_EXAMPLE = paths.ROOT / "docs" / "examples" / "gpu-mistakes.yaml"
 SECTION = "## The `mpijob` command"
-COMMANDS = ("render", "lint", "convert", "serve", "replay", "doctor")
+COMMANDS = ("render", "lint", "convert", "serve", "replay", "doctor", "completion")
 # In an exit-code cell: "0 rendered, 1 a job is invalid (...), 2 unusable input": a code starts the cell or
 # follows ", ", and a word follows it.
 _CODE = re.compile(r"(?:^|, )(\d+) (?=[a-zA-Z(`])")
@@ -175,6 +175,7 @@ def test_each_command_documents_what_its_code_means() -> None:
     assert documented["convert"] == {exits.EXIT_OK, exits.EXIT_UNUSABLE}
     assert documented["doctor"] == {exits.EXIT_OK, exits.EXIT_FINDINGS, exits.EXIT_UNUSABLE}
     assert documented["replay"] == {exits.EXIT_OK, exits.EXIT_FINDINGS, exits.EXIT_UNUSABLE}
+    assert documented["completion"] == {exits.EXIT_OK, exits.EXIT_UNUSABLE}
     every = {exits.EXIT_INTERNAL, exits.EXIT_INTERRUPTED, exits.EXIT_BROKEN_PIPE}
     assert documented["every command"] == every
 

@@ -215,6 +215,15 @@ def check_curl(argv: list[str], page: Page) -> None:
     assert isinstance(json.loads(body), dict), f"{urls[0]} answered no JSON object"
 
 
+def stop_server(argv: list[str], page: Page) -> None:
+    """``kill $!`` (the hook the page started last) or ``kill %1`` (its first): stopped by its PID, so a later
+    command of the page finds it gone."""
+    assert argv[1:] in (["$!"], ["%1"]), f"{shlex.join(argv)}: a page stops its hook with kill $! or kill %1"
+    assert page.servers, f"{shlex.join(argv)}: no `mpijob serve &` of this page runs"
+    port = list(page.servers)[-1 if argv[1] == "$!" else 0]
+    page.servers.pop(port).stop()
+
+
 # --- the checkers ------------------------------------------------------------------------------------------
 
 
@@ -391,6 +400,8 @@ def check_other(argv: list[str], page: Page, redirects: Sequence[str] = ()) -> N
         assert f'"{name}"' in harness, f"the {folder} harness does not read {name}"
     elif argv[0] == "curl":
         check_curl(argv, page)
+    elif argv[0] == "kill":
+        stop_server(argv, page)
     elif argv[0].startswith("./scripts/"):
         script = page.directory / argv[0]
         assert script.is_file() and os.access(script, os.X_OK), f"{argv[0]} is not an executable script"
@@ -724,3 +735,17 @@ def test_a_token_file_is_made_private_or_the_page_fails(tmp_path: Path) -> None:
     assert (tmp_path / "caller-token").stat().st_mode & 0o777 == 0o600
     with pytest.raises(AssertionError, match="is mode 644, not 600"):  # a chmod after the umask undoes it
         check_command("page.md:1", f"(umask 077 && {make} && chmod 644 caller-token)", page)
+
+
+def test_kill_stops_the_pages_hook_and_nothing_else(tmp_path: Path) -> None:
+    page = _served_page(tmp_path)
+    server = page.servers[8080]
+    try:
+        with pytest.raises(AssertionError, match="kill \\$! or kill %1"):
+            check_other(["kill", "1234"], page)
+        check_other(["kill", "$!"], page)
+        assert server.process.poll() is not None and page.servers == {}
+        with pytest.raises(AssertionError, match="no `mpijob serve &`"):
+            check_other(["kill", "$!"], page)
+    finally:
+        server.stop()

@@ -301,3 +301,5 @@ def test_the_changelog_leads_with_what_the_next_release_holds() -> None:
     assert sections, "CHANGELOG.md has no release section"
     assert sections[0] in ("Unreleased", version), sections[0]
     assert len(set(sections)) == len(sections), sections
+    # Between releases `mpijob --version` says so: the next version, as a development release.
+    assert (sections[0] == "Unreleased") == version.endswith(".dev0"), (sections[0], version)

@@ -27,6 +27,8 @@ JOB = f"/apis/kubeflow.org/v2beta1/namespaces/{NS}/mpijobs/pi"
 LAUNCHER = f"/apis/batch/v1/namespaces/{NS}/jobs/pi-launcher"
 PODS = f"/api/v1/namespaces/{NS}/pods"
 EVENTS = f"/api/v1/namespaces/{NS}/events"
+# What an API server answers to GET /version (the doctor asks it first: is this Kubernetes?).
+VERSION = {"major": "1", "minor": "36", "gitVersion": "v1.36.2", "platform": "linux/amd64"}
 # A doctor run must end well inside this (its own bounds are what the tests check).
 RUN_SECONDS = 60
 
@@ -61,6 +63,7 @@ class Api:
         core = f"/api/v1/namespaces/{NS}"
         api = cls()
         api.answers = {
+            "/version": as_json(VERSION),
             JOB: as_json(snap["job"]),
             LAUNCHER: as_json(snap["launcher"]),
             PODS: as_json({"items": snap["pods"], "metadata": {}}),

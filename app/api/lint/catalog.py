@@ -66,7 +66,10 @@ RULES: dict[str, str] = {
     Rule.LAUNCHER_GPUS_HIDDEN: "the launcher requests GPUs it cannot see (runLauncherAsWorker is off)",
     Rule.GPUS_HELD_AFTER_FINISH: "cleanPodPolicy unset: finished jobs keep their GPU workers",
     Rule.ORTE_ONLY_SETTINGS: "OMPI_MCA_orte_* settings without PRRTE equivalents: Open MPI 5 ignores them",
-    Rule.LAUNCHER_COMMAND: "the launcher runs neither mpirun, mpiexec nor horovodrun",
+    Rule.LAUNCHER_COMMAND: (
+        "the launcher runs neither mpirun, mpiexec nor horovodrun (info when it sets no command: lint cannot"
+        " see what the image's entrypoint runs)"
+    ),
     Rule.WORKER_COMMAND: "a worker command that does not start sshd",
     Rule.HOSTNETWORK_PORT_CLASH: "hostNetwork pods that may share a node and clash on sshd's port",
     Rule.SSH_PATH_FOR_NON_ROOT: (

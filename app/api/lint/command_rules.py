@@ -39,9 +39,20 @@ def np_mismatch(job: Job) -> Iterator[Finding]:
             f"{launch.program} {launch.flag} {launch.processes} starts"
             f" {plural(launch.processes, 'process', 'processes')} but the hostfile has"
             f" {plural(total, 'slot')} ({how}): {effect}",
-            f"use {launch.flag} {total}, or change slotsPerWorker or Worker replicas"
-            f" so that the hostfile has {plural(launch.processes, 'slot')}",
+            _np_fix(job, launch.flag, total, launch.processes),
         )
+
+
+def _np_fix(job: Job, flag: str, total: int, processes: int) -> str:
+    """Fewer processes, or more slots; never ``-n 0``: a hostfile without slots needs slots."""
+    wanted = f"so that the hostfile has {plural(processes, 'slot')}"
+    if total > 0:
+        return f"use {flag} {total}, or change slotsPerWorker or Worker replicas {wanted}"
+    if job.slots_per_worker == 0:
+        return f"set slotsPerWorker to at least 1 {wanted}"
+    if job.worker_spec is not None:
+        return f"set Worker replicas to at least 1 {wanted}"
+    return f"add a Worker replica spec (spec.mpiReplicaSpecs.Worker) or set spec.runLauncherAsWorker {wanted}"
 
 
 def orte_only_settings(job: Job) -> Iterator[Finding]:

@@ -7,6 +7,7 @@ Messages are the ones users would otherwise meet: the CRD's own rule messages (a
 
 from __future__ import annotations
 
+import difflib
 import re
 from collections.abc import Iterator, Mapping
 from typing import Any
@@ -162,10 +163,11 @@ def _fields(model: type[BaseModel]) -> set[str]:
 
 
 # Each object whose keys are checked (the keys walked to it), with the keys it may have.
+_REPLICA_SPECS = ("spec", field_path.REPLICA_SPECS)
 _KNOWN_KEYS: tuple[tuple[tuple[str, ...], frozenset[str]], ...] = (
     ((), frozenset({"apiVersion", "kind", "metadata", "spec", "status"})),
     *((tuple(path.split(".")), frozenset(_fields(model))) for path, model in _KNOWN.items()),
-    (("spec", "mpiReplicaSpecs"), frozenset(t.value for t in ReplicaType)),
+    (_REPLICA_SPECS, frozenset(t.value for t in ReplicaType)),
     *(
         # slotsPerWorker: slots-in-replica-spec says it better.
         (("spec", "mpiReplicaSpecs", t.value), frozenset({*_fields(ReplicaSpec), "slotsPerWorker"}))
@@ -181,20 +183,43 @@ def _unknown_fields(raw: Mapping[str, Any] | None) -> Iterator[Finding]:
         node = _at(raw, keys)
         for key in node if isinstance(node, Mapping) else ():
             if key not in known:
-                where = (*keys, str(key))
-                path = field_path.join(where)
-                # kubectl's own words, its map keys after a dot
-                quoted = ".".join(where)
-                yield Finding(
-                    "unknown-field",
-                    Severity.ERROR,
-                    path,
-                    f'unknown field "{quoted}": kubectl apply rejects it, other clients silently drop it',
-                    _MOVED.get(
-                        path,
-                        f"remove it, or check its spelling and level (known: {', '.join(sorted(known))})",
-                    ),
-                )
+                yield _unknown_field((*keys, str(key)), known, raw)
+
+
+def _unknown_field(where: tuple[str, ...], known: frozenset[str], raw: Mapping[str, Any]) -> Finding:
+    """kubectl's own words (its map keys after a dot), then what was meant: the near miss, or the keys."""
+    path, dotted = field_path.join(where), ".".join(where)
+    meant = _near_miss(where[-1], known)
+    rejected = "kubectl apply rejects it, other clients silently drop it"
+    if where[:-1] == _REPLICA_SPECS:
+        message = f'unknown field "{dotted}": not a replica type (an MPIJob has only Launcher and Worker)'
+        message += f": {rejected}"
+        if _at(raw, (*_REPLICA_SPECS, ReplicaType.WORKER.value)) is None:
+            message += ", leaving the job without workers"
+        fix = f"did you mean {meant}? rename it {meant}" if meant else "rename it, or remove it"
+        fix += " (an MPIJob's replica types are Launcher and Worker, case as shown)"
+    else:
+        message = f'unknown field "{dotted}": {rejected}'
+        guess = f"did you mean {meant}? " if meant else ""
+        fix = f"{guess}remove it, or check its spelling and level (known: {', '.join(sorted(known))})"
+        fix = _MOVED.get(path, fix)
+    return Finding("unknown-field", Severity.ERROR, path, message, fix)
+
+
+def _near_miss(key: str, known: frozenset[str]) -> str | None:
+    """The known key ``key`` was meant to be: the same but for case, else the closest by spelling."""
+    by_case = {k.lower(): k for k in known}
+    if key.lower() in by_case:
+        return by_case[key.lower()]
+    close = difflib.get_close_matches(key.lower(), list(by_case), n=1, cutoff=0.75)
+    return by_case[close[0]] if close else None
+
+
+def unknown_replica_types(raw: Mapping[str, Any] | None) -> list[str]:
+    """The keys of ``spec.mpiReplicaSpecs`` that name no replica type (``worker``): what the CRD drops."""
+    specs = _at(raw, _REPLICA_SPECS) if raw is not None else None
+    names = {t.value for t in ReplicaType}
+    return [str(k) for k in specs if k not in names] if isinstance(specs, Mapping) else []
 
 
 def _at(raw: Mapping[str, Any], keys: tuple[str, ...]) -> Any:

@@ -61,7 +61,7 @@ def lint(job: MPIJob, raw: Mapping[str, Any] | None = None, *, validated: Job | 
         *metadata_rules.rejections(job),
         *_rules_on_raw(raw),
     ]
-    findings += [f for check in _CHECKS for f in check(defaulted)]
+    findings += [f for check in _checks(defaulted, raw) for f in check(defaulted)]
     ignored = {r.strip() for r in job.metadata.annotations.get(IGNORE_ANNOTATION, "").split(",")}
     return [f for f in findings if f.rule not in ignored or f.severity is Severity.ERROR]
 
@@ -112,3 +112,12 @@ _CHECKS: tuple[Callable[[Job], Iterator[Finding]], ...] = (
     gang_rules.min_available_above_pods,
     order_rules.hostfile_order_not_followed,
 )
+# The rules that count workers: on a job whose Worker is only misspelled (``worker:``) they would advise on
+# no workers at all (``use -n 0``); the unknown replica type is the one finding that helps then.
+_COUNTING_WORKERS = frozenset({command_rules.np_mismatch, gang_rules.min_available_above_pods})
+
+
+def _checks(job: Job, raw: Mapping[str, Any] | None) -> tuple[Callable[[Job], Iterator[Finding]], ...]:
+    if job.worker_spec is None and crd_rules.unknown_replica_types(raw):
+        return tuple(check for check in _CHECKS if check not in _COUNTING_WORKERS)
+    return _CHECKS

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import sys
 from dataclasses import replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -25,6 +24,10 @@ if TYPE_CHECKING:
 # The modules that read the cluster are imported when doctor runs: building the parser must stay cheap.
 # A file for --load: at most 10 pages of Pods and the rest, trimmed (no managedFields) as --save writes them.
 SNAPSHOT_BYTES = 256 * 1024 * 1024
+MISSING_PERMISSION_FIX = (
+    "it needs get and list on the job's objects in the namespace; the Role in docs/troubleshooting.md grants"
+    " exactly that"
+)
 
 
 def add_parser(commands: argparse._SubParsersAction[argparse.ArgumentParser]) -> None:
@@ -102,18 +105,14 @@ def _snapshot(args: argparse.Namespace) -> Snapshot:
 
 
 def _cannot_read(args: argparse.Namespace, err: Exception) -> None:
+    """One line, what is wrong and what to do (``complaints``); with ``-o json`` the error on stdout too."""
+    from app.cli.complaints import complain
     from app.cli.terminal import printable
 
     permission = printable(getattr(err, "permission", ""))
     if args.output == "json":
         print(json.dumps({"error": printable(err), "permission": permission or None}, indent=2))
-    print(f"mpijob doctor: {printable(err)}", file=sys.stderr)
-    if permission:
-        print(
-            "mpijob doctor: it needs get and list on the job's objects in the namespace; the Role in"
-            " docs/troubleshooting.md grants exactly that",
-            file=sys.stderr,
-        )
+    complain("doctor", printable(err), MISSING_PERMISSION_FIX if permission else getattr(err, "fix", ""))
 
 
 def _printable(diagnosis: Diagnosis) -> Diagnosis:

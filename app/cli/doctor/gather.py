@@ -47,6 +47,7 @@ def gather(reader: Reader, namespace: str, name: str, now: str) -> Snapshot:
 
 
 def _gather(reader: Reader, namespace: str, name: str, now: str) -> Snapshot:
+    reader.check_kubernetes()  # else a 404 for every path would read as a missing job or CRD
     snap = Snapshot(namespace, name, now)
     core, batch = f"/api/v1/namespaces/{namespace}", f"/apis/batch/v1/namespaces/{namespace}"
     mpijobs = f"/apis/{API_VERSION}/namespaces/{namespace}/mpijobs"

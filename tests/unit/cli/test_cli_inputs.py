@@ -31,11 +31,11 @@ HOSTILE = {
 }
 # What each command reads the file as: (arguments, the file's place among them, what stderr starts with).
 READERS = {
-    "lint": (["lint", "{}"], "mpijob: "),
-    "render": (["render", "{}"], "mpijob: "),
-    "render --nodes": (["render", str(PI), "--nodes", "{}"], "mpijob: "),
-    "convert": (["convert", "{}"], "mpijob: "),
-    "convert --runtime": (["convert", "--to", "trainjob", "--runtime", "{}", str(PI)], "mpijob: "),
+    "lint": (["lint", "{}"], "mpijob lint: "),
+    "render": (["render", "{}"], "mpijob render: "),
+    "render --nodes": (["render", str(PI), "--nodes", "{}"], "mpijob render: "),
+    "convert": (["convert", "{}"], "mpijob convert: "),
+    "convert --runtime": (["convert", "--to", "trainjob", "--runtime", "{}", str(PI)], "mpijob convert: "),
     "doctor --kubeconfig": (["doctor", "pi", "--kubeconfig", "{}"], "mpijob doctor: "),
     "doctor --load": (["doctor", "--load", "{}"], "mpijob doctor: "),
 }
@@ -76,11 +76,11 @@ def test_hostile_files_are_exit_2_with_one_line_naming_file_and_line(
 
 def test_standard_input_is_bounded_too() -> None:
     done = mpijob("lint", "-", stdin="#" * (16 * MIB + 1))
-    too_large = "mpijob: <stdin>: larger than 16 MiB: split it into smaller files\n"
+    too_large = "mpijob lint: <stdin>: larger than 16 MiB: split it into smaller files\n"
     assert (done.returncode, done.stdout, done.stderr) == (2, "", too_large)
     done = mpijob("render", "-", stdin=HOSTILE["deep-block.yaml"])
     assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == "mpijob: <stdin>:66:129: nests deeper than 64 levels (the hook's limit)\n"
+    assert done.stderr == "mpijob render: <stdin>:66:129: nests deeper than 64 levels (the hook's limit)\n"
 
 
 # --- names ---------------------------------------------------------------------------------------------
@@ -113,7 +113,8 @@ def test_a_bad_name_is_a_usage_error_naming_the_flag(
     done = mpijob(command, *before, f"{flags[-1]}={bad}", *after, env=nowhere, cwd=tmp_path)
     assert (done.returncode, done.stdout) == (2, ""), done.stderr
     [line] = done.stderr.splitlines()
-    assert line.startswith(f"mpijob {command}: error: argument {'/'.join(flags)}: {bad[:80]!r}"), line
+    assert line.startswith(f"mpijob {command}: argument {'/'.join(flags)}: {bad[:80]!r}"), line
+    assert line.endswith(f": see mpijob {command} --help"), line
 
 
 def test_the_table_has_every_flag_that_names_something_and_each_is_checked() -> None:

@@ -53,7 +53,7 @@ def _environment() -> dict[str, str]:
 def test_bad_arguments_stop_serve_before_it_starts(args: list[str], message: str) -> None:
     done = mpijob("serve", *args)
     assert done.returncode == EXIT_UNUSABLE
-    assert done.stderr.splitlines()[-1] == f"mpijob serve: error: {message}"
+    assert done.stderr.splitlines()[-1] == f"mpijob serve: {message}: see mpijob serve --help"
     assert "Uvicorn running" not in done.stderr and "Started server" not in done.stderr
 
 
@@ -70,7 +70,8 @@ def test_an_address_in_use_is_exit_4_with_why(taken_port: int) -> None:
     assert done.returncode == EXIT_CANNOT_SERVE
     assert "address already in use" in done.stderr
     assert done.stderr.splitlines()[-1] == (
-        f"mpijob: serve: cannot listen on 127.0.0.1:{taken_port} (the log above says why)"
+        f"mpijob serve: cannot listen on 127.0.0.1:{taken_port} (the log above says why): stop what holds the"
+        " address, or choose another --host/--port"
     )
 
 
@@ -87,7 +88,7 @@ def test_a_metrics_port_in_use_is_exit_4_too(taken_port: int) -> None:
         env={"MPI_OPERATOR_METRICS_PORT": str(taken_port), **UNAUTHENTICATED},
     )
     assert done.returncode == EXIT_CANNOT_SERVE
-    assert done.stderr.splitlines()[-1].startswith(f"mpijob: serve: cannot listen on 127.0.0.1:{taken_port}")
+    assert done.stderr.splitlines()[-1].startswith(f"mpijob serve: cannot listen on 127.0.0.1:{taken_port}")
 
 
 @pytest.mark.skipif(shutil.which("curl") is None, reason="needs curl")

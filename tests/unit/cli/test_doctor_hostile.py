@@ -150,7 +150,8 @@ def test_server_text_is_printed_without_its_controls(api: tuple[Api, Serving], t
         assert not any(line.startswith(forged) for line in out.splitlines())
     api[0].answers[JOB] = as_json({"kind": "Status", "message": f"{escape}no\n{forged}"}, 403)
     code, out, err = _run(api, tmp_path)
-    assert code == 2 and "\x1b" not in err and err.count("\n") == 2  # the refusal, and the Role's hint
+    assert code == 2 and "\x1b" not in err and err.count("\n") == 1  # the refusal: the Role's hint
+    assert err.rstrip().endswith("the Role in docs/troubleshooting.md grants exactly that")
     assert "(403 Forbidden: \\x1b]0;owned" in err
 
 

@@ -19,6 +19,7 @@ from app.cli.doctor.snapshot import Snapshot
 from app.cluster.connection import Connection
 from app.cluster.reads import CannotRead, Reader
 from tests.support import paths
+from tests.support.doctor_api import VERSION
 
 FIXTURES = paths.FIXTURES / "doctor"
 NS = "doctor"
@@ -41,6 +42,7 @@ class Server:
             secret = {**(secret or {}), "data": {"ssh-privatekey": SECRET_DATA}}
         core, batch = f"/api/v1/namespaces/{NS}", f"/apis/batch/v1/namespaces/{NS}"
         self.objects: dict[str, Any] = {
+            "/version": VERSION,
             f"/apis/kubeflow.org/v2beta1/namespaces/{NS}/mpijobs/{name}": snap.job,
             f"{batch}/jobs/{name}-launcher": snap.launcher,
             f"{core}/pods": {"items": snap.pods, "metadata": {}},
@@ -145,7 +147,7 @@ def test_an_unreachable_server_and_refused_credentials_are_named() -> None:
 
 def test_a_missing_job_and_a_missing_api_are_told_apart() -> None:
     server = Server(_recorded())
-    server.objects = {"/apis/kubeflow.org/v2beta1": {"kind": "APIResourceList"}}
+    server.objects = {"/version": VERSION, "/apis/kubeflow.org/v2beta1": {"kind": "APIResourceList"}}
     assert _gather(server).served is True
-    server.objects = {}
+    server.objects = {"/version": VERSION}
     assert _gather(server).served is False

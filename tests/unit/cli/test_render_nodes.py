@@ -28,12 +28,12 @@ BOUND = {0: "n1", 1: "n2", 2: "n4", 3: "n3", 4: "n1", 5: "n3"}
 ORDER = [3, 5, 1, 2, 0, 4]
 
 
-def ordered_job(workers: int = len(BOUND), **spec: Any) -> str:
+def ordered_job(workers: int = len(BOUND), ranks: int | None = None, **spec: Any) -> str:
     job = yaml.safe_load(PI.read_text())
     job["metadata"]["annotations"] = {ORDER_ANNOTATION: "topology", LABELS_ANNOTATION: f"{BLOCK}, {RACK}"}
     job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = workers
     launcher = job["spec"]["mpiReplicaSpecs"]["Launcher"]["template"]["spec"]["containers"][0]
-    launcher["args"] = ["--mca", "rmaps", "seq", "-n", str(workers), "/home/mpiuser/pi"]
+    launcher["args"] = ["--mca", "rmaps", "seq", "-n", str(ranks or workers), "/home/mpiuser/pi"]
     job["spec"].update(spec)
     return yaml.safe_dump(job)
 
@@ -112,8 +112,9 @@ def test_a_job_that_keeps_upstreams_order_says_so(tmp_path: Path) -> None:
     done = render(tmp_path, plain, as_list(cluster()))
     assert done.returncode == 0
     assert done.stderr == (
-        f"mpijob: {tmp_path / 'job.yaml'}: MPIJob pi keeps upstream's hostfile order (no annotation"
-        f" {ORDER_ANNOTATION}: topology): the nodes in {tmp_path / 'nodes.yaml'} change nothing\n"
+        f"mpijob render: {tmp_path / 'job.yaml'}: MPIJob pi keeps upstream's hostfile order, so the nodes in"
+        f" {tmp_path / 'nodes.yaml'} change nothing: annotate it {ORDER_ANNOTATION}: topology to order its"
+        " hostfile by them\n"
     )
     assert config(done) == config(mpijob("render", str(PI)))
 
@@ -134,7 +135,7 @@ def test_hosts_the_file_does_not_bind_keep_the_order_pending(tmp_path: Path) -> 
 def test_a_node_the_file_does_not_list_is_named(tmp_path: Path) -> None:
     done = render(tmp_path, ordered_job(), as_list(cluster({**BOUND, 0: "gone"})))
     assert done.returncode == 0
-    assert "has no Node gone: its Pods sort as if it had no labels" in done.stderr
+    assert "has no Node gone, so its Pods sort as if it had no labels: add the Node to" in done.stderr
     assert config(done)["hostfile"].splitlines()[-1] == "pi-worker-0.pi.default.svc"
 
 
@@ -144,7 +145,8 @@ def test_the_launcher_as_worker_is_placed_by_its_pods_node(tmp_path: Path) -> No
         pod("pi-launcher-old", "n1", role, creationTimestamp="2024-01-01T00:00:00Z"),
         pod("pi-launcher-new", "n3", role, creationTimestamp="2024-01-01T00:05:00Z"),
     ]
-    done = render(tmp_path, ordered_job(runLauncherAsWorker=True), as_list(cluster(extra=launchers)))
+    job = ordered_job(ranks=len(BOUND) + 1, runLauncherAsWorker=True)  # a rank on the launcher too
+    done = render(tmp_path, job, as_list(cluster(extra=launchers)))
     assert (done.returncode, done.stderr) == (0, "")
     lines = config(done)["hostfile"].splitlines()
     assert lines[0].endswith("; launcher Pod pi-launcher-new")  # the newest Pod that has not ended
@@ -173,10 +175,12 @@ def test_a_bad_nodes_file_is_unusable_input(tmp_path: Path, text: str, message: 
     done = render(tmp_path, ordered_job(), text)
     assert (done.returncode, done.stdout) == (2, "")
     [line] = done.stderr.splitlines()
-    assert line.startswith("mpijob: ") and re.search(message, line), line
+    assert line.startswith("mpijob render: ") and re.search(message, line), line
 
 
 def test_job_and_nodes_cannot_both_be_standard_input() -> None:
     done = mpijob("render", "-", "--nodes", "-", stdin=ordered_job())
     assert (done.returncode, done.stdout) == (2, "")
-    assert done.stderr == "mpijob: FILE and --nodes cannot both be standard input (-)\n"
+    assert done.stderr == (
+        "mpijob render: FILE and --nodes cannot both be standard input (-): give one of them as a file\n"
+    )

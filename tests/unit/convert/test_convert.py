@@ -307,5 +307,6 @@ def test_trainjob_flags_without_trainjob_are_a_usage_error(flag: str) -> None:
     done = mpijob("convert", flag, "x", str(FIXTURES / "v1-tensorflow-benchmarks.yaml"))
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr == (
-        "mpijob: --runtime, --gang-scheduling, -n, --kubeconfig and --context go with --to trainjob\n"
+        "mpijob convert: --runtime, --gang-scheduling, -n, --kubeconfig and --context go with --to trainjob:"
+        " add --to trainjob, or leave them out\n"
     )

@@ -203,9 +203,9 @@ def test_a_runtime_not_there_is_exit_2_naming_what_was_looked_for(tmp_path: Path
     done = convert(tmp_path, api, "--runtime", "pi")
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.strip() == (
-        "mpijob: --runtime pi: not a file, and context lab has no TrainingRuntime pi in namespace ml and no"
-        " ClusterTrainingRuntime pi (kubectl get trainingruntimes,clustertrainingruntimes -A lists what"
-        " there is)"
+        "mpijob convert: --runtime pi: not a file, and context lab has no TrainingRuntime pi in namespace"
+        " ml and no ClusterTrainingRuntime pi (kubectl get trainingruntimes,clustertrainingruntimes -A lists"
+        " what there is)"
     )
 
 
@@ -222,7 +222,7 @@ def test_a_permission_missing_is_exit_2_naming_it(
     api.refuse = {refused}
     done = convert(tmp_path, api, "--runtime", "pi")
     assert (done.returncode, done.stdout) == (2, "")
-    prefix = "mpijob: --runtime pi: not a file, and cannot be read: permission missing:"
+    prefix = "mpijob convert: --runtime pi: not a file, and cannot be read: permission missing:"
     assert done.stderr.startswith(f"{prefix} {permission} (403 Forbidden")
     assert api.paths()[-1] == refused
 
@@ -239,7 +239,7 @@ def test_credentials_refused_or_no_kubeconfig_is_exit_2(tmp_path: Path, api: Api
     none = mpijob("convert", "--to", "trainjob", "--runtime", "pi", str(PI), env=nowhere, cwd=tmp_path)
     assert (none.returncode, none.stdout) == (2, "")
     assert none.stderr.strip() == (
-        "mpijob: --runtime pi: not a file, and cannot be read: no kubeconfig: give --kubeconfig, set"
+        "mpijob convert: --runtime pi: not a file, and cannot be read: no kubeconfig: give --kubeconfig, set"
         " KUBECONFIG, or create ~/.kube/config"
     )
 
@@ -251,8 +251,9 @@ def test_neither_a_file_nor_a_runtime_name_is_exit_2_before_any_read(
     done = convert(tmp_path, api, "--runtime", argument)
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.strip() == (
-        f"mpijob convert: error: argument --runtime: {argument!r}: no such file, and not a runtime's NAME,"
-        " trainingruntime/NAME or clustertrainingruntime/NAME (NAME a DNS subdomain)"
+        f"mpijob convert: argument --runtime: {argument!r}: no such file, and not a runtime's NAME,"
+        " trainingruntime/NAME or clustertrainingruntime/NAME (NAME a DNS subdomain):"
+        " see mpijob convert --help"
     )
     assert api.requests == []
 

@@ -112,7 +112,7 @@ def test_each_shape_gives_a_result_or_a_clear_error(name: str, command: str) -> 
     assert done.returncode == code, done.stderr
     if code == 2:
         assert done.stdout == "", "an error and nothing else"
-        assert done.stderr.startswith("mpijob: ")
+        assert done.stderr.startswith(f"mpijob {command.split('|')[-1]}: ")
     where = done.stdout if command.endswith("lint") else done.stderr
     assert (text or "") in where, where
     if command.endswith("convert") and code == 0:

@@ -320,7 +320,7 @@ def test_the_hook_does_not_serve_without_a_token_unless_told(tmp_path: Path) -> 
         timeout=60, check=False,
     )  # fmt: skip
     assert done.returncode == 2
-    assert done.stderr.startswith("mpijob: invalid hook settings: MPI_OPERATOR_CALLER_TOKEN_FILE ")
+    assert done.stderr.startswith("mpijob serve: invalid hook settings: MPI_OPERATOR_CALLER_TOKEN_FILE ")
     assert "missing: cannot be read" in done.stderr
     assert "MPI_OPERATOR_CALLER_AUTH=off" in done.stderr and "Traceback" not in done.stderr
 

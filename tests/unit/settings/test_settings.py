@@ -266,7 +266,7 @@ def test_serve_with_a_bad_setting_exits_with_a_clear_message(name: str, value: s
     )
     assert done.returncode != 0
     assert time.monotonic() - started < 20
-    assert done.stderr.startswith("mpijob: ")
+    assert done.stderr.startswith("mpijob serve: invalid hook settings: ")
     assert name in done.stderr
     assert "Traceback" not in done.stderr
     assert "Uvicorn running" not in done.stderr + done.stdout
