@@ -178,7 +178,7 @@ def test_the_seed_is_read_once_and_bounded_even_when_it_changes_after_start_up(
     assert Settings().keys("3e1f7c52-9a4d-4c0b-8f6e-2b7d1a9c5e40") != first
 
 
-def test_every_groups_checks_survive_in_settings() -> None:
+def test_settings_is_its_groups_and_keeps_every_check() -> None:
     """A validator named alike in two groups would shadow the other in ``Settings``: each stays."""
     from app.settings import GROUPS
 
@@ -187,6 +187,10 @@ def test_every_groups_checks_survive_in_settings() -> None:
 
     every = [name for group in GROUPS for name in checks(group)]
     assert len(every) == len(set(every)) and set(every) == checks(Settings)
+    # Settings is exactly the groups load_settings checks, and each field belongs to one group.
+    assert Settings.__bases__ == GROUPS
+    fields = [name for group in GROUPS for name in group.model_fields]
+    assert len(fields) == len(set(fields)) and set(fields) == set(Settings.model_fields)
 
 
 @pytest.mark.parametrize(
