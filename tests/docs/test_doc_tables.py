@@ -1,6 +1,6 @@
 """The docs' reference tables against what they describe, so that a page and the code cannot disagree.
 
-docs/operations.md carries the hook's settings (``app/settings.py``), its metrics (the registry ``/metrics``
+docs/operations.md carries the hook's settings (``app/settings/``), its metrics (the registry ``/metrics``
 serves) and Metacontroller's flags (``deploy/components/metacontroller/``); docs/compatibility.md carries the
 differences from the Go operator. Each table is parsed from its page and compared with the code or the
 manifest: a setting, metric or flag without its row fails, as does a row for one that does not exist or a
