@@ -12,6 +12,8 @@ name, once: a bad value or an unusable file stops the process with one message n
 
 from __future__ import annotations
 
+from typing import cast
+
 from pydantic import ValidationError
 
 from app.settings.answers import AnswerSettings, answer_setting_defaults
@@ -32,16 +34,6 @@ __all__ = [
     "load_settings",
 ]
 
-GROUPS: tuple[type[SettingsGroup], ...] = (
-    AnswerSettings,
-    KeySeedSettings,
-    TransportSettings,
-    CallerSettings,
-    EventsSettings,
-    RecorderSettings,
-    ObservabilitySettings,
-)
-
 
 class Settings(
     AnswerSettings,
@@ -55,6 +47,10 @@ class Settings(
     """Every group's settings, as the hook runs with them (``load_settings`` checked their files)."""
 
     model_config = SETTINGS_CONFIG
+
+
+# The groups, as Settings names them: load_settings checks each alone.
+GROUPS = cast("tuple[type[SettingsGroup], ...]", Settings.__bases__)
 
 
 def load_settings() -> Settings:

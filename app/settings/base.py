@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PREFIX = "MPI_OPERATOR_"
@@ -35,3 +37,9 @@ class SettingsGroup(BaseSettings):
     def file_problems(self) -> list[str]:
         """Each problem with a file this group names, as ``VARIABLE: what is wrong``."""
         return []
+
+
+def as_written(value: object, case: Callable[[str], str] = str.lower) -> object:
+    """A choice as the variable may write it: surrounding spaces dropped, in any case (``case`` gives the
+    one the choices use). What is not text goes on to the field's own check."""
+    return case(value.strip()) if isinstance(value, str) else value

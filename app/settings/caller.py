@@ -7,7 +7,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from app.settings.base import SettingsGroup
+from app.settings.base import SettingsGroup, as_written
 
 # Where deploy/ mounts the Secret whose token Metacontroller sends (deploy/base/deployment.yaml).
 CALLER_TOKEN_FILE = Path("/etc/mpi-operator-hook/caller/token")
@@ -34,4 +34,4 @@ class CallerSettings(SettingsGroup):
     @field_validator("caller_auth", mode="before")
     @classmethod
     def _caller_auth(cls, value: object) -> object:
-        return value.strip().lower() if isinstance(value, str) else value
+        return as_written(value)

@@ -11,7 +11,7 @@ from pathlib import Path
 from pydantic import Field, field_validator
 
 from app.kube.in_cluster import SERVICE_ACCOUNT_DIR, EventsAccess, in_cluster_server
-from app.settings.base import SettingsGroup
+from app.settings.base import SettingsGroup, as_written
 
 
 class EventsMode(StrEnum):
@@ -61,10 +61,8 @@ class EventsSettings(SettingsGroup):
     @field_validator("events", mode="before")
     @classmethod
     def _events(cls, value: object) -> object:
-        if not isinstance(value, str):
-            return value
-        word = value.strip().lower()
-        return _EVENTS_SYNONYMS.get(word, word)
+        word = as_written(value)
+        return _EVENTS_SYNONYMS.get(word, word) if isinstance(word, str) else word
 
     @field_validator("events_api_server")
     @classmethod

@@ -6,7 +6,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator
 
-from app.settings.base import SettingsGroup
+from app.settings.base import SettingsGroup, as_written
 
 
 class ObservabilitySettings(SettingsGroup):
@@ -28,9 +28,9 @@ class ObservabilitySettings(SettingsGroup):
     @field_validator("log_level", mode="before")
     @classmethod
     def _level(cls, value: object) -> object:
-        return value.strip().upper() if isinstance(value, str) else value
+        return as_written(value, str.upper)
 
     @field_validator("log_format", mode="before")
     @classmethod
     def _format(cls, value: object) -> object:
-        return value.strip().lower() if isinstance(value, str) else value
+        return as_written(value)
