@@ -14,9 +14,8 @@ from pathlib import Path
 import pytest
 
 from app.cli.program import build_parser
-from tests.support.paths import ROOT
+from tests.unit.cli.test_cli import MPIJOB
 
-MPIJOB = ROOT / ".venv" / "bin" / "mpijob"
 # (what is typed, what the shell should offer): commands, an option's choices, files, a positional's choices.
 CASES = [
     ("mpijob re", {"render", "replay"}),

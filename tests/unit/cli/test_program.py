@@ -4,32 +4,16 @@ command's errors share one shape, ``mpijob <command>: <what is wrong>: <what to 
 
 from __future__ import annotations
 
-import os
-import subprocess
 from pathlib import Path
 
 import pytest
 
 from app.cli.program import build_parser, package_version
-from tests.support.paths import ROOT
-
-MPIJOB = ROOT / ".venv" / "bin" / "mpijob"
-
-
-def run(*args: str, env: dict[str, str] | None = None, cwd: Path = ROOT) -> subprocess.CompletedProcess[str]:
-    clean = {k: v for k, v in os.environ.items() if not k.startswith("MPI_OPERATOR_")}
-    return subprocess.run(
-        [str(MPIJOB), *args],
-        env={**clean, **(env or {})},
-        cwd=cwd,
-        capture_output=True,
-        text=True,
-        timeout=60,
-    )
+from tests.unit.cli.test_cli import mpijob
 
 
 def test_bare_mpijob_shows_every_command() -> None:
-    done = run()
+    done = mpijob()
     assert (done.returncode, done.stdout) == (2, "")
     assert done.stderr.startswith("usage: mpijob")
     commands = next(a for a in build_parser()._actions if a.dest == "command").choices
@@ -39,7 +23,7 @@ def test_bare_mpijob_shows_every_command() -> None:
 
 @pytest.mark.parametrize("flag", ["-V", "--version"])
 def test_the_version(flag: str) -> None:
-    done = run(flag)
+    done = mpijob(flag)
     assert (done.returncode, done.stdout) == (0, f"mpijob {package_version()}\n")
 
 
@@ -63,7 +47,7 @@ FAILURES = [
 def test_every_error_is_one_line_naming_the_command(
     env: list[str], argv: str, prefix: str, tmp_path: Path
 ) -> None:
-    done = run(*argv.split(), env=dict(item.split("=", 1) for item in env), cwd=tmp_path)
+    done = mpijob(*argv.split(), env=dict(item.split("=", 1) for item in env), cwd=tmp_path)
     assert done.returncode == 2 and done.stdout == "", done.stderr
     [line] = [line for line in done.stderr.splitlines() if line.startswith("mpijob")]
     assert line.startswith(f"{prefix}: ") and line.count(": ") >= 2, line
