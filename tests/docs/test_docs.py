@@ -28,7 +28,7 @@ import yaml
 from app.api.lint import RULES, lint_manifest
 from app.cli.program import build_parser
 from tests.packaging.test_crd import CRD_FILE, _nodes, admission_errors
-from tests.support import served, trainer_crds
+from tests.support import kueue_crds, served, trainer_crds
 from tests.support.kube_schema import schema_errors
 from tests.support.paths import ROOT
 
@@ -328,9 +328,12 @@ def assert_admitted(path: Path) -> None:
 
 
 def applied_errors(obj: dict[str, Any]) -> list[Any]:
-    """Kubernetes' schema for its kinds; Kubeflow Trainer v2.3.0's CRDs for a TrainJob or TrainingRuntime."""
+    """Kubernetes' schema for its kinds; Kubeflow Trainer v2.3.0's CRDs for a TrainJob or TrainingRuntime;
+    Kueue's (from its module, the release the real-node tests run) for its queues."""
     if str(obj.get("apiVersion", "")).startswith("trainer.kubeflow.org/"):
         return sorted(trainer_crds.admission_errors(obj))
+    if str(obj.get("apiVersion", "")).startswith(f"{kueue_crds.GROUP}/"):
+        return sorted(kueue_crds.admission_errors(obj))
     return schema_errors(obj)
 
 

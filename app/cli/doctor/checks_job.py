@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from app.api.types import API_VERSION, ConditionType
+from app.cli.doctor import queueing
 from app.cli.doctor.facts import Facts
 from app.cli.doctor.problems import Problem, check, one_line
 from app.core.policies import suspension
@@ -11,7 +12,6 @@ from app.kube.names import GANG_TOPOLOGY_ANNOTATION
 
 # No condition this long after creation: the hook has not answered for the job.
 SYNC_GRACE_SECONDS = 30
-KUEUE_QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 _RESUME = '{"spec":{"runPolicy":{"suspend":false}}}'
 
 
@@ -73,18 +73,23 @@ def not_synced(facts: Facts) -> Problem | None:
     )
 
 
-@check("queued-by-kueue", "suspended with a Kueue queue: admission is Kueue's (quota, flavors)")
+@check("queued-by-kueue", "suspended with a Kueue queue: Kueue admits it, and its Workload says why it waits")
 def queued_by_kueue(facts: Facts) -> Problem | None:
-    queue = ((facts.raw.get("metadata") or {}).get("labels") or {}).get(KUEUE_QUEUE_LABEL)
+    queue = queueing.queue_of(facts.raw)
     if not queue or not _suspended(facts):
         return None
+    workloads = facts.snap.workloads
     return Problem(
         "queued-by-kueue",
-        f"MPIJob {facts.name} waits for Kueue to admit it from queue {queue}: admission is Kueue's decision,"
-        " not the hook's",
-        (f"spec.runPolicy.suspend: true; label {KUEUE_QUEUE_LABEL}: {queue}", *_suspended_evidence(facts)),
-        f"kubectl -n {facts.snap.namespace} get workloads and kubectl describe workloads say why it is not"
-        f" admitted (ClusterQueue quota, no matching ResourceFlavor); kubectl get localqueue {queue}",
+        f"MPIJob {facts.name} is {queueing.waiting_for(workloads, queue)}",
+        (
+            f"spec.runPolicy.suspend: true; label {queueing.QUEUE_LABEL}: {queue}",
+            *queueing.evidence(workloads),
+            *_suspended_evidence(facts),
+        ),
+        f"kubectl -n {facts.snap.namespace} describe workloads.kueue.x-k8s.io says what Kueue decided;"
+        f" kubectl -n {facts.snap.namespace} get localqueue {queue}; kubectl get clusterqueues (quota,"
+        " flavors)",
     )
 
 

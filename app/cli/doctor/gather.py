@@ -10,7 +10,7 @@ from app.children.podgroup import (
     SCHEDULER_PLUGINS_GROUP_LABEL,
     VOLCANO_GROUP_ANNOTATION,
 )
-from app.cli.doctor import shapes
+from app.cli.doctor import queueing, shapes
 from app.cli.doctor.shapes import MPIJOB, Required
 from app.cli.doctor.snapshot import Snapshot, newest_launcher_pod
 from app.cli.terminal import printable
@@ -69,6 +69,7 @@ def _gather(reader: Reader, namespace: str, name: str, now: str) -> Snapshot:
     configmap = Read("get", "configmaps", namespace, f"{core}/configmaps/{names.config_name(name)}")
     snap.config = _object(reader, configmap, shapes.CONFIGMAP)
     snap.podgroups = _podgroups(reader, namespace, name, snap.pods)
+    snap.workloads = _kueue_workloads(reader, namespace, snap.job)
     events = _items(reader, Read("list", "events", namespace, f"{core}/events"), shapes.EVENT)
     snap.events = _events_about(events, name, snap.pods)
     snap.logs = _logs(reader, namespace, snap.pods)
@@ -149,6 +150,21 @@ def _podgroups(reader: Reader, namespace: str, name: str, pods: list[dict[str, A
         if podgroup is not None:
             found.append(podgroup)
     return found
+
+
+def _kueue_workloads(reader: Reader, namespace: str, job: dict[str, Any]) -> list[dict[str, Any]]:
+    """Kueue's Workloads of a job that names a Kueue queue, in the newest Workload API the cluster serves;
+    none when it names no queue or no Kueue API is served."""
+    uid = (job.get("metadata") or {}).get("uid")
+    if not queueing.queue_of(job) or not isinstance(uid, str):
+        return []
+    selector = {"labelSelector": f"{queueing.JOB_UID_LABEL}={uid}"}
+    for api_version in queueing.WORKLOAD_API_VERSIONS:
+        path = f"/apis/{api_version}/namespaces/{namespace}/{queueing.WORKLOADS}"
+        read = Read("list", f"{queueing.WORKLOADS}.kueue.x-k8s.io", namespace, path, selector)
+        if reader.json(Read("get", "the Kueue API", namespace, f"/apis/{api_version}")) is not None:
+            return _items(reader, read, shapes.OBJECT)
+    return []
 
 
 def _uses_a_podgroup(pods: list[dict[str, Any]]) -> bool:

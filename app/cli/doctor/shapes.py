@@ -79,6 +79,7 @@ SNAPSHOT = {
     "secret": OBJECT,
     "config": CONFIGMAP,
     "podgroups": [OBJECT],
+    "workloads": [OBJECT],
     "events": [EVENT],
     "logs": MapOf(str),
 }

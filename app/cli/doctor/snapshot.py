@@ -30,6 +30,8 @@ class Snapshot:
     secret: dict[str, Any] | None = None
     config: dict[str, Any] | None = None
     podgroups: list[dict[str, Any]] = field(default_factory=list)
+    # Kueue's Workloads of the job (read when it names a Kueue queue).
+    workloads: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
     # "<pod>/<container>" -> the last lines of its log: the launcher's, its wait-for-workers', and the first
     # worker whose container ended.
