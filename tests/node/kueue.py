@@ -38,6 +38,7 @@ DEPLOYMENT = "kueue-controller-manager"
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
+REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"  # on a pod template: one domain of that level
 API = "kueue.x-k8s.io/v1beta2"
 # Kueue's waitForPodsReady: an admitted job whose Pods are not all ready within it is evicted and requeued
 # after the backoff. The MPIJob integration reads "ready" as the MPIJob's Running=True condition.

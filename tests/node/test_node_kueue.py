@@ -18,10 +18,11 @@ from typing import Any
 import pytest
 import yaml
 
-from app.api.hostfile_order_annotations import ORDER_ANNOTATION
+from app.api.hostfile_order_annotations import LABELS_ANNOTATION, ORDER_ANNOTATION
+from app.children.hostfile_order_lines import FINAL
 from tests.e2e import jobs
 from tests.e2e.kube import Kube, wait_for
-from tests.node import doctor, gang, kueue, quickstart, runs, workloads
+from tests.node import doctor, gang, kubeletless, kueue, quickstart, runs, workloads
 from tests.node.conftest import RealNode
 from tests.node.images import ROOT
 from tests.node.node import NODE_NAME
@@ -60,12 +61,14 @@ def kueue_node(real_node: RealNode) -> Iterator[RealNode]:
         kueue.uninstall(real_node.kube, objects)
 
 
-def _queues(ns: str, flavor: dict[str, Any] | None = None, **queue: Any) -> list[dict[str, Any]]:
-    """A flavor (with ``flavor`` as its spec), a ClusterQueue named after the namespace with the quota of
-    one job (and ``queue`` in its spec), and the LocalQueue ``QUEUE``."""
+def _queues(
+    ns: str, flavor: dict[str, Any] | None = None, quota: dict[str, str] = ONE_JOB, **queue: Any
+) -> list[dict[str, Any]]:
+    """A flavor (with ``flavor`` as its spec), a ClusterQueue named after the namespace with ``quota`` (and
+    ``queue`` in its spec), and the LocalQueue ``QUEUE``."""
     return [
         kueue.resource_flavor(f"{ns}-{FLAVOR}", **(flavor or {})),
-        kueue.cluster_queue(ns, f"{ns}-{FLAVOR}", ONE_JOB["cpu"], ONE_JOB["memory"], **queue),
+        kueue.cluster_queue(ns, f"{ns}-{FLAVOR}", quota["cpu"], quota["memory"], **queue),
         kueue.local_queue(ns, QUEUE, ns),
     ]
 
@@ -446,4 +449,73 @@ def test_the_user_guides_kueue_commands_run_as_written(
         "e2e_summary",
         f"Kueue user guide: {len(commands)} commands as written, pi-queued Succeeded in "
         f"{time.monotonic() - began:.0f} s",
+    )
+
+
+TAS_RACK = "example.com/rack"
+HOSTNAME = "kubernetes.io/hostname"
+TAS_WORKERS = 4
+TAS_QUOTA = {"cpu": "2", "memory": "2Gi"}  # the launcher and four workers
+# Kubelet-less nodes (kubeletless.py): rack r1 holds one 250m Pod per node (two), rack r2 two per node (four):
+# only r2 holds the four workers, on two nodes, and the launcher goes to r1.
+_RACKS = (("d", "r1", "300m"), ("c", "r1", "300m"), ("b", "r2", "500m"), ("a", "r2", "500m"))
+TAS_NODES = {f"kueue-tas-{name}": ({TAS_RACK: rack}, cpu) for name, rack, cpu in _RACKS}
+
+
+def _tas_job(name: str) -> dict[str, Any]:
+    """Four workers that must share one rack (Kueue's required topology), the hostfile in topology order by
+    rack, every Pod tolerating the kubelet-less nodes' taint (nothing runs there: placement only)."""
+    job = _queued(name)
+    job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = TAS_WORKERS
+    job["metadata"]["annotations"] = {ORDER_ANNOTATION: "topology", LABELS_ANNOTATION: TAS_RACK}
+    worker = job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]
+    worker.setdefault("metadata", {})["annotations"] = {kueue.REQUIRED_TOPOLOGY: TAS_RACK}
+    for spec in gang.pod_specs(job):
+        spec["tolerations"] = [kubeletless.TOLERATION]
+    return job
+
+
+def test_kueue_topology_aware_scheduling_puts_a_job_in_one_rack_and_the_hostfile_follows(
+    kueue_node: RealNode, ns: str, record_property: pytest.RecordProperty
+) -> None:
+    """Topology: Kueue's TAS, on kubelet-less Nodes in two racks, places a job that asks for one rack where
+    all four workers fit (r2), and with ``hostfile-order: topology`` the hostfile lists the workers by the
+    rack and node Kueue chose for each."""
+    kube = kueue_node.kube
+    pool = {"example.com/kueue-tas": ns[:63]}
+    topology = {
+        "apiVersion": kueue.API,
+        "kind": "Topology",
+        "metadata": {"name": ns},
+        "spec": {"levels": [{"nodeLabel": TAS_RACK}, {"nodeLabel": HOSTNAME}]},
+    }
+    flavor = {"nodeLabels": pool, "topologyName": ns, "tolerations": [kubeletless.TOLERATION]}
+    wanted = {n: ({**labels, **pool}, cpu) for n, (labels, cpu) in TAS_NODES.items()}
+    with kubeletless.nodes(kube, wanted), kueue.objects(kube, [topology, *_queues(ns, flavor, TAS_QUOTA)]):
+        _create(kube, ns, _tas_job("racked"))
+        workers = wait_for(
+            lambda: (
+                (w := jobs.worker_pods(kube, ns, "racked"))
+                and len(w) == TAS_WORKERS
+                and all(p["spec"].get("nodeName") for p in w)
+                and w
+            ),
+            runs.RUN_SECONDS,
+            "the workers bound",
+        )
+        placed = {p["metadata"]["name"]: p["spec"]["nodeName"] for p in workers}
+        hostfile = wait_for(
+            lambda: FINAL in (h := jobs.config(kube, ns, "racked")["hostfile"]) and h,
+            60,
+            "the hostfile's final order",
+        )
+    racks = {TAS_NODES[node][0][TAS_RACK] for node in placed.values()}
+    assert racks == {"r2"}, placed
+    order = [line.split()[0].split(".")[0] for line in hostfile.splitlines() if line and line[0] != "#"]
+    wanted_order = sorted(placed, key=lambda w: (placed[w], int(w.rsplit("-", 1)[1])))
+    assert order == wanted_order, (hostfile, placed)
+    record_property(
+        "e2e_summary",
+        f"Kueue TAS: 4 workers required in one rack, placed {placed} (rack r2 only); hostfile {order} (Kueue "
+        "fills the domains in name order by worker index: its order and the topology order agree)",
     )
