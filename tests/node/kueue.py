@@ -160,7 +160,7 @@ def uninstall(kube: Kube, objects: list[dict[str, Any]]) -> None:
     rest = [o for o in objects if o not in hooks and o not in program]
     for group in (hooks, program):
         _delete(kube, group)
-    kube.kubectl("-n", NAMESPACE, "wait", "--for=delete", "pods", "--all", "--timeout=120s")
+    kube.kubectl("-n", NAMESPACE, "wait", "--for=delete", "pods", "--all", "--timeout=120s", check=False)
     crds = [o for o in rest if o["kind"] == "CustomResourceDefinition"]
     unfinalize = ["patch", "--type=merge", "-p", '{"metadata":{"finalizers":null}}']
     for crd in crds:

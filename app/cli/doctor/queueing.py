@@ -15,7 +15,7 @@ from app.cli.terminal import printable
 QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 WORKLOADS = "workloads"
-# Newest first: Kueue v0.15 and later serve v1beta2; older releases v1beta1 only.
+# Newest first: v1beta2 (what Kueue v0.17.0 stores), then v1beta1 (what older releases serve).
 WORKLOAD_API_VERSIONS = ("kueue.x-k8s.io/v1beta2", "kueue.x-k8s.io/v1beta1")
 _MESSAGE = 300  # characters of a Kueue message quoted
 
@@ -35,17 +35,20 @@ def _quoted(condition: dict[str, Any]) -> str:
 
 
 def waiting_for(workloads: list[dict[str, Any]], queue: str) -> str:
-    """What Kueue says the job waits for, in its own words, from the newest Workload's conditions."""
+    """What Kueue says the job waits for, in its own words, from the newest Workload's conditions (to follow
+    "MPIJob NAME is")."""
+    queue = printable(queue, 63)
     if not workloads:
         return (
-            f"Kueue has made no Workload for it (queue {queue}): is Kueue running, with its"
-            " kubeflow.org/mpijob integration enabled?"
+            f"waiting for Kueue, which has made no Workload for it (queue {queue}): is Kueue running, with"
+            " its kubeflow.org/mpijob integration enabled?"
         )
     newest = max(workloads, key=lambda w: str((w.get("metadata") or {}).get("creationTimestamp") or ""))
     conditions = _conditions(newest)
     evicted, reserved = conditions.get("Evicted", {}), conditions.get("QuotaReserved", {})
     if evicted.get("status") == "True":
-        return f"waiting for Kueue, which evicted it ({evicted.get('reason')}): {_quoted(evicted)}"
+        reason = printable(str(evicted.get("reason")), 80)
+        return f"waiting for Kueue, which evicted it ({reason}): {_quoted(evicted)}"
     if reserved.get("status") == "False" and _quoted(reserved):
         return f"waiting for Kueue: {_quoted(reserved)}"
     return f"waiting for Kueue to admit it from queue {queue}"

@@ -34,8 +34,8 @@ PENDING = _condition("QuotaReserved", "False", "Pending", "couldn't assign flavo
 CASES: dict[str, tuple[list[dict[str, Any]], str]] = {
     "no Workload": (
         [],
-        "Kueue has made no Workload for it (queue team-a): is Kueue running, with its kubeflow.org/mpijob"
-        " integration enabled?",
+        "waiting for Kueue, which has made no Workload for it (queue team-a): is Kueue running, with its"
+        " kubeflow.org/mpijob integration enabled?",
     ),
     "missing LocalQueue": ([_workload(MISSING)], "waiting for Kueue: LocalQueue team-a doesn't exist"),
     "no quota": ([_workload(PENDING)], "waiting for Kueue: couldn't assign flavors to pod set worker"),
