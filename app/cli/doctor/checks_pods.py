@@ -7,7 +7,7 @@ from typing import Any
 
 from app.api.defaults import gang_size
 from app.api.types import ReplicaType
-from app.cli.doctor.facts import Container, Facts, condition, pod_name, role
+from app.cli.doctor.facts import Container, Facts, condition, parse_time, pod_name, role
 from app.cli.doctor.problems import Problem, check, one_line
 from app.core.observed import GangWait
 from app.core.policies import failure as failures
@@ -18,6 +18,9 @@ from app.kube.request import ObservedPod
 
 # A Pod this long without a scheduler's verdict: no scheduler is looking at it.
 SCHEDULE_GRACE_SECONDS = 20
+# A volume the kubelet has not mounted this long after the Pod was scheduled is stuck; before, a FailedMount
+# is often the kubelet's own cache catching up ("failed to sync secret cache"), which it retries.
+MOUNT_GRACE_SECONDS = 30
 DEFAULT_SCHEDULER = "default-scheduler"
 _PULL = frozenset({"ErrImagePull", "ImagePullBackOff", "InvalidImageName", "ErrImageNeverPull"})
 _CANNOT_START = frozenset({"CreateContainerConfigError", "CreateContainerError", "RunContainerError"})
@@ -295,10 +298,12 @@ def _cannot_start(facts: Facts, pod: dict[str, Any], container: Container, reaso
 def _stuck_creating(facts: Facts, pod: dict[str, Any]) -> bool:
     scheduled = condition(pod, "PodScheduled")
     pending = (pod.get("status") or {}).get("phase") == PodPhase.PENDING
+    since = parse_time((scheduled or {}).get("lastTransitionTime"))
     return bool(
         pending
         and scheduled
         and scheduled.get("status") == "True"
+        and (since is None or (facts.now - since).total_seconds() >= MOUNT_GRACE_SECONDS)
         and _last_warning(facts, pod_name(pod), _STUCK_EVENTS)
     )
 

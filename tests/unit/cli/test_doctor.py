@@ -365,6 +365,22 @@ def test_a_wait_still_retrying_counts_only_after_its_grace() -> None:
     assert problem is not None and problem.check == "host-not-resolved"
 
 
+def test_a_failed_mount_counts_only_after_its_grace() -> None:
+    """The kubelet's own cache catching up right after scheduling ("failed to sync secret cache", retried)
+    is not a stuck Pod; the same Event MOUNT_GRACE_SECONDS after scheduling is."""
+    snap = _running()
+    worker = _worker(snap)
+    scheduled = {"type": "PodScheduled", "status": "True", "lastTransitionTime": "2026-12-04T04:16:01Z"}
+    worker["status"] = {"phase": "Pending", "conditions": [scheduled]}
+    message = 'MountVolume.SetUp failed for volume "ssh-auth" : failed to sync secret cache: timed out'
+    event = {"involvedObject": {"name": "pi-worker-0"}, "type": "Warning", "reason": "FailedMount"}
+    snap.events.append({**event, "message": message, "lastTimestamp": snap.now})
+    assert diagnose(snap).problem is None
+    snap.now = "2026-12-04T04:16:31Z"
+    problem = diagnose(snap).problem
+    assert problem is not None and problem.check == "pod-cannot-start", problem
+
+
 def test_the_failure_evidence_is_the_hooks_own_wording() -> None:
     snap = _running()
     _failed(snap)
