@@ -27,8 +27,8 @@ import yaml
 
 from app.api.lint import RULES, lint_manifest
 from app.cli.program import build_parser
-from tests.packaging.test_crd import CRD_FILE, _nodes, admission_errors
-from tests.support import kueue_crds, served, trainer_crds
+from tests.packaging.test_crd import CRD_FILE, admission_errors
+from tests.support import crd_admission, kueue_crds, served, trainer_crds
 from tests.support.kube_schema import schema_errors
 from tests.support.paths import ROOT
 
@@ -310,12 +310,8 @@ def check_kubectl(argv: list[str], page: Page) -> None:
 
 @functools.cache
 def _admission() -> tuple[dict[str, Any], dict[str, Any]]:
-    import cel
-
     crd = yaml.safe_load(CRD_FILE.read_text())
-    schema = crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"]
-    rules = [r["rule"] for _, node, _ in _nodes(schema) for r in node.get("x-kubernetes-validations", [])]
-    return schema, {rule: cel.compile(rule) for rule in rules}
+    return crd_admission.compiled(crd["spec"]["versions"][0]["schema"]["openAPIV3Schema"])
 
 
 def assert_admitted(path: Path) -> None:

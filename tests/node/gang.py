@@ -47,12 +47,17 @@ def install(node: RealNode, directory: str) -> None:
 def pi(name: str, cpu_millicores: int, **annotations: str) -> dict[str, Any]:
     """examples/pi/pi.yaml as ``name``, every container requesting (and limited to) ``cpu_millicores`` and
     256Mi, so CPU alone decides what fits."""
-    job = runs.example("pi.yaml", name)
+    job = sized(runs.example("pi.yaml", name), cpu_millicores)
+    if annotations:
+        job["metadata"]["annotations"] = dict(annotations)
+    return job
+
+
+def sized(job: dict[str, Any], cpu_millicores: int) -> dict[str, Any]:
+    """``job`` with every container requesting (and limited to) ``cpu_millicores`` and 256Mi."""
     amount = {"cpu": f"{cpu_millicores}m", "memory": "256Mi"}
     for container in runs.containers(job):
         container["resources"] = {"requests": dict(amount), "limits": dict(amount)}
-    if annotations:
-        job["metadata"]["annotations"] = dict(annotations)
     return job
 
 

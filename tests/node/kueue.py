@@ -12,8 +12,9 @@
   patches them into its webhook configurations and CRDs, as on any cluster without cert-manager.
   Left out: the visibility API (an ``APIService``; an aggregated API the apiserver could not reach for as
   long as Kueue starts would make discovery fail for every other client of this shared cluster).
-- **Removed** at the end: webhooks first (so that nothing is refused while Kueue goes), then the rest; the
-  CRDs take every Kueue object with them.
+- **Removed** at the end: webhooks first (so that nothing is refused while Kueue goes), then its program,
+  then the finalizers only Kueue would remove from what is left, then the rest; the CRDs take every Kueue
+  object with them.
 """
 
 from __future__ import annotations
@@ -29,15 +30,14 @@ from typing import Any
 
 import yaml
 
+from app.cli.doctor.queueing import JOB_UID_LABEL
 from tests.e2e.kube import Kube, wait_for
 from tests.node.images import ROOT, Recipe
 
 BUILD = ROOT / "scripts" / "build-neighbour"
 NAMESPACE = "kueue-system"
 DEPLOYMENT = "kueue-controller-manager"
-QUEUE_LABEL = "kueue.x-k8s.io/queue-name"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
-JOB_UID_LABEL = "kueue.x-k8s.io/job-uid"
 REQUIRED_TOPOLOGY = "kueue.x-k8s.io/podset-required-topology"  # on a pod template: one domain of that level
 API = "kueue.x-k8s.io/v1beta2"
 # Kueue's waitForPodsReady: an admitted job whose Pods are not all ready within it is evicted and requeued

@@ -20,6 +20,7 @@ import yaml
 
 from app.api.hostfile_order_annotations import LABELS_ANNOTATION, ORDER_ANNOTATION
 from app.children.hostfile_order_lines import FINAL
+from app.cli.doctor.queueing import QUEUE_LABEL
 from tests.e2e import jobs
 from tests.e2e.kube import Kube, wait_for
 from tests.node import doctor, gang, kubeletless, kueue, quickstart, runs, workloads
@@ -76,7 +77,7 @@ def _queues(
 def _queued(name: str, queue: str = QUEUE, **labels: str) -> dict[str, Any]:
     """examples/pi as ``name``, each Pod asking CPU_MILLICORES and 256Mi, labelled for ``queue``."""
     job = gang.pi(name, CPU_MILLICORES)
-    job["metadata"]["labels"] = {kueue.QUEUE_LABEL: queue, **labels}
+    job["metadata"]["labels"] = {QUEUE_LABEL: queue, **labels}
     return job
 
 
@@ -272,9 +273,8 @@ def test_kueue_preempts_a_low_priority_job_and_admits_it_again_with_nothing_lost
         kueue.priority_class(f"{ns}-high", 1000),
     ]
     with kueue.objects(kube, made):
-        low = runs.gated("low")
-        _sized(low)
-        low["metadata"]["labels"] = {kueue.QUEUE_LABEL: QUEUE, kueue.PRIORITY_LABEL: f"{ns}-low", **USERS}
+        low = gang.sized(runs.gated("low"), CPU_MILLICORES)
+        low["metadata"]["labels"] = {QUEUE_LABEL: QUEUE, kueue.PRIORITY_LABEL: f"{ns}-low", **USERS}
         low["metadata"]["annotations"] = dict(OURS)
         low["spec"]["failurePolicy"] = FAILURE_POLICY
         _create(kube, ns, low)
@@ -309,12 +309,6 @@ def test_kueue_preempts_a_low_priority_job_and_admits_it_again_with_nothing_lost
         f"Succeeded at {high_done:.1f} s; low admitted again and Succeeded; spec, labels and annotations "
         f"unchanged ({len(before['spec'])} spec fields, failurePolicy included)",
     )
-
-
-def _sized(job: dict[str, Any]) -> None:
-    amount = {"cpu": f"{CPU_MILLICORES}m", "memory": "256Mi"}
-    for container in runs.containers(job):
-        container["resources"] = {"requests": dict(amount), "limits": dict(amount)}
 
 
 POOL_LABEL = "example.com/pool"

@@ -12,6 +12,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support import crd_admission
 from tests.support.paths import ROOT
 
 GROUP = "kueue.x-k8s.io"
@@ -31,22 +32,13 @@ def module_dir() -> Path:
 
 @functools.cache
 def _admission(kind: str, version: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    import cel
-
-    from tests.packaging.test_crd import _nodes
-
     bases = module_dir() / "config" / "components" / "crd" / "bases"
     crds = [yaml.safe_load(path.read_text()) for path in sorted(bases.glob(f"{GROUP}_*.yaml"))]
     (crd,) = [c for c in crds if c["spec"]["names"]["kind"] == kind]
     (served,) = [v for v in crd["spec"]["versions"] if v["name"] == version and v["served"]]
-    node: dict[str, Any] = served["schema"]["openAPIV3Schema"]
-    rules = {r["rule"] for _, n, _ in _nodes(node) for r in n.get("x-kubernetes-validations", [])}
-    return node, {rule: cel.compile(rule) for rule in rules}
+    return crd_admission.compiled(served["schema"]["openAPIV3Schema"])
 
 
 def admission_errors(obj: dict[str, Any]) -> set[tuple[str, str, str]]:
     """What the apiserver with Kueue's CRDs refuses in ``obj``: unknown fields, schema, CEL rules."""
-    from tests.packaging import test_crd
-
-    node, programs = _admission(obj["kind"], str(obj["apiVersion"]).split("/", 1)[1])
-    return test_crd.unknown_fields(node, obj) | test_crd.admission_errors(node, programs, obj)
+    return crd_admission.errors(_admission(obj["kind"], str(obj["apiVersion"]).split("/", 1)[1]), obj)

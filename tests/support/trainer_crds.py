@@ -15,6 +15,7 @@ from typing import Any
 import pytest
 import yaml
 
+from tests.support import crd_admission
 from tests.support.paths import ROOT
 
 FOLDER = "trainer-v2.3.0"
@@ -58,21 +59,12 @@ def schema(kind: str) -> dict[str, Any]:
 
 @functools.cache
 def _admission(kind: str) -> tuple[dict[str, Any], dict[str, Any]]:
-    import cel
-
-    from tests.packaging.test_crd import _nodes
-
-    node = schema(kind)
-    rules = {r["rule"] for _, n, _ in _nodes(node) for r in n.get("x-kubernetes-validations", [])}
-    return node, {rule: cel.compile(rule) for rule in rules}
+    return crd_admission.compiled(schema(kind))
 
 
 def admission_errors(obj: dict[str, Any]) -> set[tuple[str, str, str]]:
     """What the apiserver with Trainer's CRDs refuses in ``obj``: unknown fields, schema, CEL rules."""
-    from tests.packaging import test_crd
-
-    node, programs = _admission(obj["kind"])
-    return test_crd.unknown_fields(node, obj) | test_crd.admission_errors(node, programs, obj)
+    return crd_admission.errors(_admission(obj["kind"]), obj)
 
 
 def shipped_runtime(name: str) -> dict[str, Any]:
