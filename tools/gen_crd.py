@@ -68,9 +68,13 @@ from tools.generated import write_or_check  # noqa: E402  (needs the sys.path en
 
 CRD_PATH = ROOT / "crds" / "kubeflow.org_mpijobs.yaml"
 
-# The Kubernetes version whose pod template schema we embed: the k8s.io/api version upstream v0.8.2 builds
-# with, so every pod field its CRD accepts is accepted here too.
-K8S_SCHEMA_VERSION = "1.35.0"
+# The Kubernetes version whose pod template schema we embed (kubernetes-validate, as pyproject.toml pins it).
+# Not upstream's: v0.8.2 builds with k8s.io/api 1.35, and the apiserver prunes every template field the CRD's
+# schema does not declare, so with 1.35's definitions the Pod fields added since (spec.schedulingGroup in
+# 1.36; volumes[].emptyDir.mode, volumeMounts[].bindMountOptions, ... in 1.37) would be refused by kubectl
+# apply (unknown field) and lost by every other client. An older apiserver keeps them too: the CRD's schema
+# decides what an MPIJob keeps, not the apiserver's own Pod type (tests/packaging/test_crd_apiserver.py).
+K8S_SCHEMA_VERSION = "1.37.0"
 
 # Kubernetes' descriptions inside the pod template would nearly triple the file (it appears twice, once per
 # replica type), and `kubectl explain pod.spec` has them anyway. MPIJob fields keep their descriptions.
@@ -108,7 +112,8 @@ HEADER = f"""\
 # - Pod template metadata: labels and annotations are typed, other fields are kept unvalidated (upstream keeps
 #   name, namespace, labels, annotations, finalizers and prunes the rest). containers[].ports and
 #   imagePullSecrets are atomic lists (Kubernetes does not mark their keys protocol/name as required).
-#   The pod template follows Kubernetes v{K8S_SCHEMA_VERSION}, the k8s.io/api version upstream v0.8.2 uses.
+# - The pod template follows Kubernetes v{K8S_SCHEMA_VERSION} (upstream: 1.35, the k8s.io/api it builds with):
+#   Pod fields added since 1.35 are kept, not pruned; 1.35's alpha spec.workloadRef (gone in 1.36) is pruned.
 """
 
 

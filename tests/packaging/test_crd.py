@@ -242,6 +242,30 @@ def test_pod_template_comes_from_kubernetes(schema: dict[str, Any]) -> None:
     assert launcher["properties"]["metadata"]["x-kubernetes-preserve-unknown-fields"] is True
 
 
+def _minor(version: str) -> tuple[int, int]:
+    major, minor, *_ = version.split(".")
+    return int(major), int(minor)
+
+
+def test_the_pod_template_keeps_pod_fields_newer_than_upstreams_kubernetes(schema: dict[str, Any]) -> None:
+    """Each of NEWER_POD_FIELDS is new in its version (absent from the release before) and declared by our
+    pod template, so the apiserver keeps it (tests/packaging/test_crd_apiserver.py: a real one)."""
+    assert _minor(gen_crd.K8S_SCHEMA_VERSION) > _minor(UPSTREAMS_KUBERNETES)
+    pod = schema["properties"]["spec"]["properties"]["mpiReplicaSpecs"]["properties"]["Worker"]
+    pod_spec = pod["properties"]["template"]["properties"]["spec"]
+    declared = {
+        "io.k8s.api.core.v1.PodSpec": pod_spec,
+        "io.k8s.api.core.v1.EmptyDirVolumeSource": pod_spec["properties"]["volumes"]["items"]["properties"][
+            "emptyDir"
+        ],
+    }
+    for version, definition, name in NEWER_POD_FIELDS:
+        major, minor = _minor(version)
+        before = gen_crd._definitions(f"{major}.{minor - 1}.0")[definition]["properties"]
+        assert name not in before and name in gen_crd._definitions(version)[definition]["properties"]
+        assert name in declared[definition]["properties"], (definition, name)
+
+
 def test_status_schema_keeps_observed_generation(schema: dict[str, Any]) -> None:
     status = schema["properties"]["status"]["properties"]
     assert status["observedGeneration"] == {
@@ -453,6 +477,28 @@ def with_(obj: dict[str, Any], path: str, value: Any) -> dict[str, Any]:
     return obj
 
 
+# Pod fields newer than the Kubernetes whose definitions upstream v0.8.2's CRD follows (1.35), one from each
+# release since: (the version that added it, its definition, the field). A CRD made from 1.35's prunes them.
+UPSTREAMS_KUBERNETES = "1.35.0"
+NEWER_POD_FIELDS = (
+    ("1.36.0", "io.k8s.api.core.v1.PodSpec", "schedulingGroup"),
+    ("1.37.0", "io.k8s.api.core.v1.EmptyDirVolumeSource", "mode"),
+)
+
+
+def with_newer_pod_fields(obj: dict[str, Any]) -> dict[str, Any]:
+    """A copy of obj whose pod templates use NEWER_POD_FIELDS: each Pod joins a PodGroup named after the job
+    (1.36), and mounts a shared-memory emptyDir at /dev/shm, as MPI uses it, with mode 01777 (1.37)."""
+    obj = copy.deepcopy(obj)
+    for replica in obj["spec"]["mpiReplicaSpecs"].values():
+        spec = replica["template"]["spec"]
+        spec["schedulingGroup"] = {"podGroupName": obj["metadata"]["name"]}
+        spec["volumes"] = [{"name": "dshm", "emptyDir": {"medium": "Memory", "mode": 0o1777}}]
+        for each in spec["containers"]:
+            each["volumeMounts"] = [{"name": "dshm", "mountPath": "/dev/shm"}]
+    return obj
+
+
 LAUNCHER = "spec.mpiReplicaSpecs.Launcher"
 WORKER = "spec.mpiReplicaSpecs.Worker"
 NAME_TOO_LONG = next(r["message"] for r in gen_crd.root_rules() if "too long" in r["message"])
@@ -510,6 +556,8 @@ VALID = {
         pi(), f"{WORKER}.template.spec.containers", [{"name": "w", "image": "busybox", "command": None}]
     ),
     "null template metadata field": with_(pi(), f"{WORKER}.template.metadata", {"creationTimestamp": None}),
+    # Pruned (or refused by kubectl apply) with a pod template from upstream's Kubernetes 1.35.
+    "Pod fields added in Kubernetes 1.36 and 1.37": with_newer_pod_fields(pi()),
 }
 
 INVALID = {
