@@ -37,7 +37,10 @@ def desired_children(
     if plan.gang.podgroup and scheduler is not None:
         gang = gang_job(job, plan.launcher_job.pending)
         if scheduler.kubernetes:
-            children += [workload(gang), runtime_pod_group(gang)]
+            children += [
+                workload(gang, scheduler.api_version),
+                runtime_pod_group(gang, scheduler.api_version),
+            ]
         else:
             children.append(pod_group(scheduler, gang, observed.priorities))
     workers = templates.worker_factory(attempt, scheduler) if plan.workers.indices else None

@@ -26,8 +26,10 @@ _KINDS = (
     ("configmaps", "v1", "ConfigMap"),
     ("volcano_podgroups", gang.VOLCANO_API_VERSION, gang.KIND),
     ("scheduler_plugins_podgroups", gang.SCHEDULER_PLUGINS_API_VERSION, gang.KIND),
-    ("workloads", gang.KUBERNETES_API_VERSION, gang.WORKLOAD_KIND),
-    ("kubernetes_podgroups", gang.KUBERNETES_API_VERSION, gang.KIND),
+    ("workloads_v1beta1", gang.WORKLOAD_API_V1BETA1, gang.WORKLOAD_KIND),
+    ("workload_podgroups_v1beta1", gang.WORKLOAD_API_V1BETA1, gang.KIND),
+    ("workloads_v1alpha2", gang.WORKLOAD_API_V1ALPHA2, gang.WORKLOAD_KIND),
+    ("workload_podgroups_v1alpha2", gang.WORKLOAD_API_V1ALPHA2, gang.KIND),
 )
 
 

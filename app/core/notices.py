@@ -14,7 +14,13 @@ from app.core.messages import one_line, truncate
 from app.core.observed import GangWait
 from app.core.policies.gang_scheduling import Gang
 from app.core.reasons import REASON_LINT, REASON_PODGROUP_NOT_DECLARED, REASON_TOPOLOGY_REFUSED
-from app.kube.gang import KUBERNETES, GangScheduler
+from app.kube.gang import (
+    KUBERNETES,
+    WORKLOAD_API_OVERLAYS,
+    WORKLOAD_API_RELEASES,
+    WORKLOAD_API_VERSIONS,
+    GangScheduler,
+)
 from app.kube.names import GANG_TOPOLOGY_ANNOTATION
 
 
@@ -43,12 +49,31 @@ def notices(
 def _gang_unavailable(scheduler: GangScheduler) -> SetCondition:
     message = (
         f"MPI_OPERATOR_GANG_SCHEDULING is {scheduler.scheduler_name!r} but the CompositeController does not"
-        f" declare the PodGroup child ({scheduler.api_version} {' and '.join(scheduler.resources)});"
-        f" apply {scheduler.overlay}/."
+        f" declare the PodGroup child ({_children(scheduler)}); apply {_overlays(scheduler)}."
         " The job runs without gang scheduling."
     )
     kind = ConditionType.GANG_SCHEDULING_UNAVAILABLE
     return SetCondition(kind, "True", REASON_PODGROUP_NOT_DECLARED, message, Write.NOTICE, "Warning")
+
+
+def _children(scheduler: GangScheduler) -> str:
+    """``scheduling.k8s.io/v1beta1 (Kubernetes 1.37) or v1alpha2 (1.36) workloads and podgroups``."""
+    resources = " and ".join(scheduler.resources)
+    if not scheduler.kubernetes:
+        return f"{scheduler.api_version} {resources}"
+    newest, *older = WORKLOAD_API_VERSIONS
+    versions = " or ".join(
+        [f"{newest} (Kubernetes {WORKLOAD_API_RELEASES[newest]})"]
+        + [f"{v.split('/')[1]} ({WORKLOAD_API_RELEASES[v]})" for v in older]
+    )
+    return f"{versions} {resources}"
+
+
+def _overlays(scheduler: GangScheduler) -> str:
+    """The overlay to apply; for the Workload API, the one for each release (the doctor says which)."""
+    if not scheduler.kubernetes:
+        return f"{scheduler.overlay}/"
+    return " or ".join(f"{WORKLOAD_API_OVERLAYS[v]}/" for v in WORKLOAD_API_VERSIONS)
 
 
 def _topology_refused(key: str, configured: GangScheduler | None) -> SetCondition:

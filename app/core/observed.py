@@ -10,7 +10,7 @@ from typing import Any
 
 from app.core.reasons import POD_EVICTED, REASON_DEADLINE_EXCEEDED
 from app.kube import gang, names
-from app.kube.gang import KUBERNETES_API_VERSION, SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION
+from app.kube.gang import SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION, WORKLOAD_API_VERSIONS
 from app.kube.pod_phase import PodPhase
 from app.kube.request import ObservedLauncherJob, ObservedPod, ObservedSecret, PodGroupStatus, SyncRequest
 
@@ -142,8 +142,8 @@ class Observed:
         status = self.podgroup_statuses.get(api_version)
         if status is None:
             return None
-        if api_version == KUBERNETES_API_VERSION:
-            return _workload_api_wait(status)
+        if api_version in WORKLOAD_API_VERSIONS:
+            return _workload_api_wait(status, gang.WORKLOAD_SCHEDULED_CONDITIONS[api_version])
         if api_version == VOLCANO_API_VERSION:
             return _volcano_wait(status)
         unplaced = sum(1 for pod in self.workers.values() if _unschedulable(pod))
@@ -220,7 +220,7 @@ def _podgroups(job_name: str, request: SyncRequest) -> dict[str, PodGroupStatus 
     kinds: tuple[tuple[str, Mapping[str, Any] | None], ...] = (
         (VOLCANO_API_VERSION, request.children.volcano_podgroups),
         (SCHEDULER_PLUGINS_API_VERSION, request.children.scheduler_plugins_podgroups),
-        (KUBERNETES_API_VERSION, request.children.kubernetes_podgroups),
+        *((v, request.children.workload_podgroups(v)) for v in WORKLOAD_API_VERSIONS),
     )
     found: dict[str, PodGroupStatus | None] = {}
     for api_version, observed in kinds:
@@ -230,8 +230,8 @@ def _podgroups(job_name: str, request: SyncRequest) -> dict[str, PodGroupStatus 
     return found
 
 
-def _workload_api_wait(status: PodGroupStatus) -> GangWait | None:
-    scheduled = status.condition(gang.WORKLOAD_SCHEDULED_CONDITION)
+def _workload_api_wait(status: PodGroupStatus, condition: str) -> GangWait | None:
+    scheduled = status.condition(condition)
     if scheduled is None or scheduled.status != "False":
         return None
     return GangWait(scheduled.reason or gang.POD_UNSCHEDULABLE, scheduled.message or "")

@@ -2,8 +2,9 @@
 
 Upstream's ``--gang-scheduling`` picks Volcano's PodGroup (``scheduling.volcano.sh/v1beta1``) or the
 scheduler-plugins coscheduler's (``scheduling.x-k8s.io/v1alpha1``). Ours in addition: ``kubernetes``, the
-default scheduler's own gang scheduling (Kubernetes 1.36, alpha): a Workload and a runtime PodGroup in
-``scheduling.k8s.io/v1alpha2``. Kept here, below the builders, because
+default scheduler's own gang scheduling: a Workload and a runtime PodGroup in ``scheduling.k8s.io/v1beta1``
+(Kubernetes 1.37) or ``v1alpha2`` (1.36), whichever the CompositeController declares (the overlay applied
+names it; ``GangScheduler.declared``). Kept here, below the builders, because
 the core reads the same kinds from Metacontroller's requests (observed children, frozen children, the
 CompositeController's declarations) that ``app.children.podgroup`` builds.
 """
@@ -20,8 +21,18 @@ VOLCANO_API_VERSION = "scheduling.volcano.sh/v1beta1"
 SCHEDULER_PLUGINS_API_VERSION = "scheduling.x-k8s.io/v1alpha1"
 # Ours: the setting value that picks Kubernetes' Workload API (never a scheduler name: Pods keep theirs).
 KUBERNETES = "kubernetes"
-KUBERNETES_API_VERSION = "scheduling.k8s.io/v1alpha2"
-PODGROUP_API_VERSIONS = (VOLCANO_API_VERSION, SCHEDULER_PLUGINS_API_VERSION, KUBERNETES_API_VERSION)
+# The Workload API by Kubernetes release: 1.37 serves v1beta1 only, 1.36 v1alpha2 only (no release serves
+# both: its objects do not survive the upgrade, docs/operations.md). The newest first: the default.
+WORKLOAD_API_V1BETA1 = "scheduling.k8s.io/v1beta1"
+WORKLOAD_API_V1ALPHA2 = "scheduling.k8s.io/v1alpha2"
+WORKLOAD_API_VERSIONS = (WORKLOAD_API_V1BETA1, WORKLOAD_API_V1ALPHA2)
+# The overlay that declares each, and the release that serves it.
+WORKLOAD_API_OVERLAYS = {
+    WORKLOAD_API_V1BETA1: "deploy/overlays/kubernetes",
+    WORKLOAD_API_V1ALPHA2: "deploy/overlays/kubernetes-1.36",
+}
+WORKLOAD_API_RELEASES = {WORKLOAD_API_V1BETA1: "1.37", WORKLOAD_API_V1ALPHA2: "1.36"}
+PODGROUP_API_VERSIONS = (VOLCANO_API_VERSION, SCHEDULER_PLUGINS_API_VERSION, *WORKLOAD_API_VERSIONS)
 # The setting values that pick a backend of their own (any other name: scheduler-plugins), and how many edits
 # from one of them a value is taken for its typo (``meant_backend``): "volcanoo", "kubernets", "Volcano".
 BACKENDS = (VOLCANO, KUBERNETES)
@@ -32,9 +43,12 @@ WORKLOAD_KIND = "Workload"
 WORKLOAD_RESOURCE = "workloads"
 
 # What each scheduler writes on a PodGroup whose gang waits (``app.core.observed.GangWait`` reads it).
-# The Workload API: the condition PodGroupScheduled, False (reasons Unschedulable, SchedulerError) until the
-# whole gang is placed, then True for good.
-WORKLOAD_SCHEDULED_CONDITION = "PodGroupScheduled"
+# The Workload API: a condition False (reasons Unschedulable, SchedulerError) until the whole gang is
+# placed, then True for good; 1.37 renamed it.
+WORKLOAD_SCHEDULED_CONDITIONS = {
+    WORKLOAD_API_V1BETA1: "PodGroupInitiallyScheduled",
+    WORKLOAD_API_V1ALPHA2: "PodGroupScheduled",
+}
 # Volcano: the condition Unschedulable, True (reasons NotEnoughResources, NotEnoughTasks), while the group
 # is Pending or Inqueue; the condition may outlive the wait, the phase does not.
 VOLCANO_UNSCHEDULABLE_CONDITION = "Unschedulable"
@@ -50,7 +64,7 @@ POD_UNSCHEDULABLE = "Unschedulable"
 
 def child_resources(api_version: str) -> tuple[str, ...]:
     """The child resources (in ``api_version``) a gang overlay declares: the Workload API needs both."""
-    return (WORKLOAD_RESOURCE, RESOURCE) if api_version == KUBERNETES_API_VERSION else (RESOURCE,)
+    return (WORKLOAD_RESOURCE, RESOURCE) if api_version in WORKLOAD_API_VERSIONS else (RESOURCE,)
 
 
 @dataclass(frozen=True, slots=True)
@@ -58,6 +72,8 @@ class GangScheduler:
     """The gang scheduler the hook is configured for (``MPI_OPERATOR_GANG_SCHEDULING``)."""
 
     scheduler_name: str
+    # For ``kubernetes``: the Workload API version written (``declared`` picks it from the controller's).
+    workload_api: str = WORKLOAD_API_V1BETA1
 
     @property
     def volcano(self) -> bool:
@@ -70,7 +86,7 @@ class GangScheduler:
     @property
     def api_version(self) -> str:
         if self.kubernetes:
-            return KUBERNETES_API_VERSION
+            return self.workload_api
         return VOLCANO_API_VERSION if self.volcano else SCHEDULER_PLUGINS_API_VERSION
 
     @property
@@ -81,8 +97,17 @@ class GangScheduler:
     def overlay(self) -> str:
         """The kustomize overlay that declares this PodGroup child and sets the matching setting."""
         if self.kubernetes:
-            return "deploy/overlays/kubernetes"
+            return WORKLOAD_API_OVERLAYS[self.workload_api]
         return "deploy/overlays/volcano" if self.volcano else "deploy/overlays/scheduler-plugins"
+
+
+def declared(scheduler: GangScheduler, declared_versions: frozenset[str]) -> GangScheduler:
+    """``scheduler`` writing the Workload API version the CompositeController declares (the overlay names
+    it: the user never chooses twice); the newest when it declares none, so the notice names that overlay."""
+    if not scheduler.kubernetes:
+        return scheduler
+    served = next((v for v in WORKLOAD_API_VERSIONS if v in declared_versions), WORKLOAD_API_V1BETA1)
+    return GangScheduler(scheduler.scheduler_name, served)
 
 
 def topology_key(annotations: Mapping[str, str]) -> str:

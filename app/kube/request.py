@@ -215,12 +215,25 @@ class Children(msgspec.Struct, frozen=True, gc=False):
     scheduler_plugins_podgroups: dict[str, ObservedPodGroup] | None = msgspec.field(
         default=None, name=f"{gang.KIND}.{gang.SCHEDULER_PLUGINS_API_VERSION}"
     )
-    kubernetes_podgroups: dict[str, ObservedWorkloadPodGroup] | None = msgspec.field(
-        default=None, name=f"{gang.KIND}.{gang.KUBERNETES_API_VERSION}"
+    # The Workload API: 1.37's and 1.36's (a cluster serves one of them).
+    workload_podgroups_v1beta1: dict[str, ObservedWorkloadPodGroup] | None = msgspec.field(
+        default=None, name=f"{gang.KIND}.{gang.WORKLOAD_API_V1BETA1}"
     )
-    workloads: dict[str, ObservedImmutable] | None = msgspec.field(
-        default=None, name=f"{gang.WORKLOAD_KIND}.{gang.KUBERNETES_API_VERSION}"
+    workloads_v1beta1: dict[str, ObservedImmutable] | None = msgspec.field(
+        default=None, name=f"{gang.WORKLOAD_KIND}.{gang.WORKLOAD_API_V1BETA1}"
     )
+    workload_podgroups_v1alpha2: dict[str, ObservedWorkloadPodGroup] | None = msgspec.field(
+        default=None, name=f"{gang.KIND}.{gang.WORKLOAD_API_V1ALPHA2}"
+    )
+    workloads_v1alpha2: dict[str, ObservedImmutable] | None = msgspec.field(
+        default=None, name=f"{gang.WORKLOAD_KIND}.{gang.WORKLOAD_API_V1ALPHA2}"
+    )
+
+    def workload_podgroups(self, api_version: str) -> dict[str, ObservedWorkloadPodGroup] | None:
+        """The Workload API's PodGroups observed in ``api_version``."""
+        if api_version == gang.WORKLOAD_API_V1BETA1:
+            return self.workload_podgroups_v1beta1
+        return self.workload_podgroups_v1alpha2
 
 
 class ObservedPriorityClass(msgspec.Struct, frozen=True, gc=False):

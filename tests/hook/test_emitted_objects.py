@@ -53,18 +53,22 @@ def test_children_leave_ownership_to_metacontroller(
             "batch/v1",
             "scheduling.volcano.sh/v1beta1",
             "scheduling.x-k8s.io/v1alpha1",
-            "scheduling.k8s.io/v1alpha2",
+            "scheduling.k8s.io/v1beta1",
         }, label(child)
 
 
 @pytest.mark.parametrize(("name", "request_file", "settings"), BUILT, ids=[c[0] for c in BUILT])
 def test_built_children_have_no_zero_values(name: str, request_file: Path, settings: dict[str, str]) -> None:
-    """The apiserver drops ``false``/``""``/``{}``/``[]``; emitting them is a write on every sync."""
+    """The apiserver drops ``false``/``""``/``{}``/``[]``; emitting them is a write on every sync. But for the
+    one member of a union that has no fields (the Workload API's ``disruptionMode: {all: {}}``): a pointer
+    to an empty struct, which the apiserver keeps."""
     zeros = [
         f"{label(child)}: {path}"
         for child in emitted(request_file, settings)
         for path, value in walk(child)
-        if (value is False or value == "" or value == {} or value == []) and not path.startswith("$.status")
+        if (value is False or value == "" or value == {} or value == [])
+        and not path.startswith("$.status")
+        and not path.endswith(".disruptionMode.all")
     ]
     assert zeros == []
 

@@ -337,8 +337,8 @@ def run_workers_and_launcher_without_gang(mc: FakeMetacontroller) -> None:
 # --- ours: Kubernetes' Workload API (deploy/overlays/kubernetes) ------------------------------------------
 
 WORKLOAD_API = "deploy/overlays/kubernetes"
-WORKLOAD = "Workload.scheduling.k8s.io/v1alpha2/pi"
-K8S_PODGROUP = "PodGroup.scheduling.k8s.io/v1alpha2/pi"
+WORKLOAD = "Workload.scheduling.k8s.io/v1beta1/pi"
+K8S_PODGROUP = "PodGroup.scheduling.k8s.io/v1beta1/pi"
 TOPOLOGY = "mpi-operator-hook/gang-topology-key"
 
 
@@ -353,11 +353,8 @@ def gang_of(mc: FakeMetacontroller) -> tuple[int, list[str]]:
     group, workload = mc.get("PodGroup", "pi"), mc.get("Workload", "pi")
     assert group is not None and workload is not None
     (template,) = workload["spec"]["podGroupTemplates"]
-    assert group["spec"]["podGroupTemplateRef"]["workload"] == {
-        "workloadName": "pi",
-        "podGroupTemplateName": template["name"],
-    }
-    for key in ("schedulingPolicy", "schedulingConstraints"):
+    assert group["spec"]["workloadRef"] == {"workloadName": "pi", "templateName": template["name"]}
+    for key in ("schedulingPolicy", "schedulingConstraints", "disruptionMode", "priorityClassName"):
         assert group["spec"].get(key) == template.get(key)
     keys = [t["key"] for t in (template.get("schedulingConstraints") or {}).get("topology", [])]
     return template["schedulingPolicy"]["gang"]["minCount"], keys
@@ -467,7 +464,7 @@ def test_workload_api_in_place_would_be_refused_for_ever() -> None:
     """Why the overlay says Recreate: with InPlace the changed minCount is an update of an immutable spec."""
     controller, settings = overlay(WORKLOAD_API)
     for child in controller["spec"]["childResources"]:
-        if child["apiVersion"] == "scheduling.k8s.io/v1alpha2":
+        if child["apiVersion"] == "scheduling.k8s.io/v1beta1":
             child["updateStrategy"] = {"method": "InPlace"}
     mc = FakeMetacontroller(controller, settings=settings)
     mc.apply_mpijob(job())
@@ -477,11 +474,18 @@ def test_workload_api_in_place_would_be_refused_for_ever() -> None:
         mc.sync()
 
 
-def scheduler_says(mc: FakeMetacontroller, status: str, reason: str, message: str = "") -> None:
-    """kube-scheduler writes the PodGroup's PodGroupScheduled condition (its status subresource)."""
+def scheduler_says(
+    mc: FakeMetacontroller,
+    status: str,
+    reason: str,
+    message: str = "",
+    kind: str = "PodGroupInitiallyScheduled",
+) -> None:
+    """kube-scheduler writes the PodGroup's condition (its status subresource): ``kind``, 1.36's
+    PodGroupScheduled renamed in 1.37."""
     group = mc.get("PodGroup", "pi")
     assert group is not None
-    condition = {"type": "PodGroupScheduled", "status": status, "reason": reason, "message": message}
+    condition = {"type": kind, "status": status, "reason": reason, "message": message}
     group["status"] = {"conditions": [{**condition, "lastTransitionTime": "2026-05-04T09:00:05Z"}]}
     mc._bump(group)
 
@@ -505,3 +509,28 @@ def test_workload_api_a_held_gang_says_why_until_it_is_placed(update_golden: boo
     assert_conditions(mc, {"Created": ("True", "MPIJobCreated")})
     steady(mc)
     run_workers_and_launcher(mc)
+
+
+def test_workload_api_on_1_36_the_overlay_declares_v1alpha2_and_the_hook_writes_it() -> None:
+    """deploy/overlays/kubernetes-1.36: the same gang in 1.36's shape (podGroupTemplateRef, no priority, no
+    disruption mode), and 1.36's condition read while it is held."""
+    controller, settings = overlay("deploy/overlays/kubernetes-1.36")
+    mc = FakeMetacontroller(controller, settings=settings)
+    mc.apply_mpijob(job())
+    steady(mc)
+    group, workload = mc.get("PodGroup", "pi"), mc.get("Workload", "pi")
+    assert group is not None and workload is not None
+    assert {group["apiVersion"], workload["apiVersion"]} == {"scheduling.k8s.io/v1alpha2"}
+    assert group["spec"] == {
+        "podGroupTemplateRef": {"workload": {"workloadName": "pi", "podGroupTemplateName": "mpijob"}},
+        "schedulingPolicy": {"gang": {"minCount": 3}},
+    }
+    assert workload["spec"] == {
+        "podGroupTemplates": [{"name": "mpijob", "schedulingPolicy": {"gang": {"minCount": 3}}}]
+    }
+    assert in_group(mc)
+    mc.advance(5)
+    scheduler_says(mc, "False", "Unschedulable", "pod group is unschedulable", kind="PodGroupScheduled")
+    assert mc.sync() == Writes(status=1)
+    assert_conditions(mc, {"GangScheduled": ("False", "Unschedulable"), "Created": ("True", "MPIJobCreated")})
+    assert "(scheduling.k8s.io/v1alpha2)" in mc.status["conditions"][0]["message"]

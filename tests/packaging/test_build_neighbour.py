@@ -1,6 +1,7 @@
-"""``scripts/build-neighbour``, which builds what the real-node tests run beside the hook (Kueue) from its Go
-module: a cached build prints where it is without building again; a wrong name or a missing Go is said in one
-line with its own exit code. The real build and its use: tests/node/test_node_kueue.py."""
+"""``scripts/build-neighbour``, which builds what the real-node tests run beside the hook (Kueue, Kubernetes
+1.37's control plane) from its Go module: a cached build prints where it is without building again; a wrong
+name or a missing Go is said in one line with its own exit code. The real builds and their use:
+tests/node/test_node_kueue.py, tests/support/kubernetes_releases.py."""
 
 from __future__ import annotations
 
@@ -25,13 +26,13 @@ def _run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 def test_an_unknown_neighbour_is_refused_with_the_known_ones() -> None:
     done = _run("kube", env=dict(os.environ))
     assert done.returncode == 2, done
-    assert done.stderr == "build-neighbour: unknown neighbour kube (known: kueue)\n"
+    assert done.stderr == "build-neighbour: unknown neighbour kube (known: kubernetes kueue)\n"
 
 
 def test_without_go_it_says_so(tmp_path: Path) -> None:
     bin_dir = tmp_path / "bin"
     bin_dir.mkdir()
-    for tool in ("bash", "basename", "mkdir", "dirname"):
+    for tool in ("bash", "basename", "mkdir", "dirname", "sort", "paste", "printf"):
         found = shutil.which(tool)
         assert found is not None
         (bin_dir / tool).symlink_to(found)
@@ -63,3 +64,20 @@ def test_module_alone_builds_nothing(tmp_path: Path) -> None:
     assert done.returncode == 0, done.stderr
     assert [line.split("=", 1)[0] for line in done.stdout.splitlines()] == ["version", "module"]
     assert list(tmp_path.iterdir()) == []
+
+
+@pytest.mark.skipif(shutil.which("go") is None, reason="needs Go")
+def test_kubernetes_names_each_cached_program(tmp_path: Path) -> None:
+    """Kubernetes 1.37's control plane: three programs, one ``binary=`` line each, none built again."""
+    cache = tmp_path / "kubernetes-v1.37.2"
+    cache.mkdir()
+    names = ("kube-apiserver", "kube-controller-manager", "kube-scheduler")
+    for name in names:
+        (cache / name).write_text("#!/bin/sh\n")
+        (cache / name).chmod(0o755)
+    done = _run("kubernetes", env={**os.environ, "MPI_HOOK_NEIGHBOURS_CACHE": str(tmp_path)})
+    assert done.returncode == 0, done.stderr
+    said = [line.split("=", 1) for line in done.stdout.splitlines()]
+    assert [value for key, value in said if key == "binary"] == [str(cache / name) for name in names]
+    assert dict(said)["version"] == "v1.37.2"
+    assert (Path(dict(said)["module"]) / "go.mod").is_file()

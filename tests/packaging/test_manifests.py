@@ -28,7 +28,7 @@ import kubernetes_validate
 import pytest
 import yaml
 
-from app.kube.gang import gang_scheduler
+from app.kube.gang import declared, gang_scheduler
 from app.settings import Settings
 from tests.support.paths import ROOT
 from tools import gen_install
@@ -212,7 +212,11 @@ CC_WEBHOOK_KEYS = {
 # Rolling methods and Recreate delete or loop on the children this hook emits (docs/architecture.md); the
 # Workload API's children are the exception: their specs are immutable, so an update can only be a Recreate.
 CC_ALLOWED_METHODS = {"OnDelete", "InPlace"}
-RECREATED_CHILDREN = {("scheduling.k8s.io/v1alpha2", resource) for resource in ("workloads", "podgroups")}
+RECREATED_CHILDREN = {
+    (f"scheduling.k8s.io/{version}", resource)
+    for version in ("v1beta1", "v1alpha2")
+    for resource in ("workloads", "podgroups")
+}
 
 
 def _unknown(obj: dict[str, Any], allowed: set[str], where: str) -> list[str]:
@@ -756,7 +760,8 @@ OVERLAYS = {
         "InPlace",
     ),
     # Immutable specs: a changed minCount or topology can only be a new object.
-    "deploy/overlays/kubernetes": ("kubernetes", "scheduling.k8s.io/v1alpha2", "Recreate"),
+    "deploy/overlays/kubernetes": ("kubernetes", "scheduling.k8s.io/v1beta1", "Recreate"),
+    "deploy/overlays/kubernetes-1.36": ("kubernetes", "scheduling.k8s.io/v1alpha2", "Recreate"),
 }
 
 
@@ -773,12 +778,14 @@ def test_overlays_were_found() -> None:
 def test_overlay_setting_and_declared_podgroup_child_agree(overlay: tuple[str, list[dict[str, Any]]]) -> None:
     """The hook emits the kinds its setting selects; the overlay must declare exactly those."""
     directory, built = overlay
-    gang, declared = gang_setting_and_podgroup_children(built)
-    scheduler = gang_scheduler(gang)
-    assert scheduler is not None and scheduler.overlay == directory
+    gang, children = gang_setting_and_podgroup_children(built)
+    configured = gang_scheduler(gang)
+    assert configured is not None
+    scheduler = declared(configured, frozenset(c["apiVersion"] for c in children))
+    assert scheduler.overlay == directory
     setting, api_version, method = OVERLAYS[directory]
     assert (gang, scheduler.api_version) == (setting, api_version)
-    assert declared == [
+    assert children == [
         {"apiVersion": api_version, "resource": resource, "updateStrategy": {"method": method}}
         for resource in scheduler.resources
     ]

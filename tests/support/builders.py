@@ -212,10 +212,11 @@ _CHILD_KEYS = {
 PODGROUP_API_VERSIONS = {
     "volcano": "scheduling.volcano.sh/v1beta1",
     "plugins": "scheduling.x-k8s.io/v1alpha1",
-    "kubernetes": "scheduling.k8s.io/v1alpha2",
+    "kubernetes": "scheduling.k8s.io/v1beta1",
+    "kubernetes-1.36": "scheduling.k8s.io/v1alpha2",
 }
-# The Workload API's overlay declares the Workload too, and both with Recreate (immutable specs).
-WORKLOAD_API = "kubernetes"
+# The Workload API's overlays declare the Workload too, and both with Recreate (immutable specs).
+WORKLOAD_API = ("kubernetes", "kubernetes-1.36")
 
 
 def priority_class(name: str, value: int) -> dict[str, Any]:
@@ -228,8 +229,8 @@ def priority_class(name: str, value: int) -> dict[str, Any]:
 
 
 def controller(*, customize: bool = True, version: str = "v2", podgroup: str | None = None) -> dict[str, Any]:
-    """The CompositeController; ``podgroup`` ("volcano", "plugins" or "kubernetes") adds that overlay's
-    PodGroup (and Workload)."""
+    """The CompositeController; ``podgroup`` ("volcano", "plugins", "kubernetes" or "kubernetes-1.36") adds
+    that overlay's PodGroup (and Workload)."""
     hooks: dict[str, Any] = {"sync": {"version": version, "webhook": {"url": "http://hook:8080/sync"}}}
     if customize:
         hooks["customize"] = {"version": version, "webhook": {"url": "http://hook:8080/customize"}}
@@ -240,7 +241,7 @@ def controller(*, customize: bool = True, version: str = "v2", podgroup: str | N
         ("v1", "secrets", "OnDelete"),
         ("v1", "configmaps", "InPlace"),
     ]
-    if podgroup == WORKLOAD_API:
+    if podgroup in WORKLOAD_API:
         api_version = PODGROUP_API_VERSIONS[podgroup]
         resources += [(api_version, "workloads", "Recreate"), (api_version, "podgroups", "Recreate")]
     elif podgroup is not None:
@@ -285,7 +286,7 @@ def sync_request(
     keys = dict(_CHILD_KEYS)
     if podgroup is not None:
         keys["PodGroup"] = f"PodGroup.{PODGROUP_API_VERSIONS[podgroup]}"
-    if podgroup == WORKLOAD_API:
+    if podgroup in WORKLOAD_API:
         keys["Workload"] = f"Workload.{PODGROUP_API_VERSIONS[podgroup]}"
     grouped: dict[str, dict[str, Any]] = {k: {} for k in keys.values()}
     for child in children:

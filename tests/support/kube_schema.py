@@ -20,8 +20,9 @@ from referencing import Registry, Resource
 from tests.support import paths
 
 KUBERNETES_VERSION = "1.32.0"
-# The Workload API (scheduling.k8s.io/v1alpha2) and a Pod's spec.schedulingGroup are Kubernetes 1.36's.
-WORKLOAD_API_VERSION = "1.36.0"
+# The Workload API by the release that serves it; a Pod's spec.schedulingGroup is 1.36's.
+WORKLOAD_API_RELEASES = {"scheduling.k8s.io/v1beta1": "1.37.0", "scheduling.k8s.io/v1alpha2": "1.36.0"}
+SCHEDULING_GROUP_RELEASE = "1.36.0"
 REDACTED = "cmVkYWN0ZWQ="  # base64("redacted"): key material never reaches an error message
 
 
@@ -96,10 +97,10 @@ def redacted(obj: dict[str, Any]) -> dict[str, Any]:
 
 
 def _version(obj: dict[str, Any]) -> str:
-    """1.36 for the Workload API's kinds and the Pods (or Jobs) that join one of its groups."""
-    if obj["apiVersion"] == "scheduling.k8s.io/v1alpha2" or '"schedulingGroup"' in json.dumps(obj):
-        return WORKLOAD_API_VERSION
-    return KUBERNETES_VERSION
+    """The Workload API's kinds by their release; 1.36 for the Pods (or Jobs) that join one of its groups."""
+    if obj["apiVersion"] in WORKLOAD_API_RELEASES:
+        return WORKLOAD_API_RELEASES[obj["apiVersion"]]
+    return SCHEDULING_GROUP_RELEASE if '"schedulingGroup"' in json.dumps(obj) else KUBERNETES_VERSION
 
 
 def schema_errors(obj: dict[str, Any]) -> list[str]:

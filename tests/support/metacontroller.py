@@ -69,8 +69,8 @@ KIND_OF_RESOURCE = {
     "podgroups": "PodGroup",
     "workloads": "Workload",
 }
-# Kinds whose spec the apiserver never lets change (Kubernetes 1.36's Workload API).
-IMMUTABLE_SPEC = {"scheduling.k8s.io/v1alpha2"}
+# Kinds whose spec the apiserver never lets change (the Workload API, 1.37's and 1.36's).
+IMMUTABLE_SPEC = {"scheduling.k8s.io/v1beta1", "scheduling.k8s.io/v1alpha2"}
 SYSTEM_FIELDS = (
     "selfLink",
     "uid",

@@ -24,10 +24,11 @@ from app.core.policies import failure as failures
 from app.kube import names
 from app.kube.controller import Controller, ControllerSpec, HookRef, Hooks
 from app.kube.gang import (
-    KUBERNETES_API_VERSION,
     PODGROUP_API_VERSIONS,
     SCHEDULER_PLUGINS_API_VERSION,
     VOLCANO_API_VERSION,
+    WORKLOAD_API_V1ALPHA2,
+    WORKLOAD_API_V1BETA1,
 )
 from app.kube.request import (
     Children,
@@ -166,7 +167,8 @@ class Facts:
                 launcher_jobs=keyed(launcher, ObservedLauncherJob),
                 volcano_podgroups=keyed(groups[VOLCANO_API_VERSION], ObservedPodGroup),
                 scheduler_plugins_podgroups=keyed(groups[SCHEDULER_PLUGINS_API_VERSION], ObservedPodGroup),
-                kubernetes_podgroups=keyed(groups[KUBERNETES_API_VERSION], ObservedWorkloadPodGroup),
+                workload_podgroups_v1beta1=keyed(groups[WORKLOAD_API_V1BETA1], ObservedWorkloadPodGroup),
+                workload_podgroups_v1alpha2=keyed(groups[WORKLOAD_API_V1ALPHA2], ObservedWorkloadPodGroup),
             ),
             related=Related(pods=keyed(self.snap.pods, ObservedPod)),
         )

@@ -7,7 +7,8 @@ configured scheduler (an overlay applied); otherwise the job runs without it and
 launcher and the workers for the scheduler named here, or for none. The PodGroup is returned, from the
 current spec, whenever workers may be created (so it is in the response that first creates them);
 dropped while suspended; once the launcher is done upstream neither creates nor deletes it; a finished
-job keeps the one it has unless cleanPodPolicy cleans up. The Workload API's Workload follows its PodGroup.
+job keeps the one it has unless cleanPodPolicy cleans up. The Workload API's Workload follows its PodGroup,
+in the version the CompositeController declares (``gang.declared``).
 
 Ours: a topology key (the MPIJob's annotation) only the Workload API can honour; under any other setting
 it is refused with a notice (GangSchedulingUnavailable), never silently dropped. And while the scheduler
@@ -20,7 +21,7 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 
 from app.core.observed import GangWait, Observed
-from app.kube.gang import GangScheduler
+from app.kube.gang import GangScheduler, declared
 
 
 @dataclass(frozen=True, slots=True)
@@ -49,6 +50,7 @@ def decide(
     """``cleaned``: cleanPodPolicy deletes its workers in this sync."""
     if configured is None:
         return Gang()
+    configured = declared(configured, observed.podgroups_declared)
     if configured.api_version not in observed.podgroups_declared:
         return Gang(undeclared=configured)
     exists = configured.api_version in observed.podgroups

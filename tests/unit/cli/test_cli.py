@@ -318,8 +318,8 @@ def test_render_with_the_workload_api_shows_both_objects() -> None:
         if "scheduling" in c["apiVersion"]
     ]
     assert gang == [
-        ("scheduling.k8s.io/v1alpha2", "Workload", "pi"),
-        ("scheduling.k8s.io/v1alpha2", "PodGroup", "pi"),
+        ("scheduling.k8s.io/v1beta1", "Workload", "pi"),
+        ("scheduling.k8s.io/v1beta1", "PodGroup", "pi"),
     ]
     templates = [c["spec"] for c in children if c["kind"] == "Pod"]
     templates.append(next(c for c in children if c["kind"] == "Job")["spec"]["template"]["spec"])

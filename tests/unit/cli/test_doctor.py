@@ -94,7 +94,7 @@ def _suspend(snap: Snapshot, queue: str = "") -> None:
         snap.job["metadata"].setdefault("labels", {})["kueue.x-k8s.io/queue-name"] = queue
 
 
-WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
+WORKLOAD_API = "scheduling.k8s.io/v1beta1"
 
 
 def _podgroup(snap: Snapshot, **fields: Any) -> None:
@@ -195,7 +195,7 @@ EDITS: dict[str, tuple[str | None, Callable[[Snapshot], None]]] = {
             status={
                 "conditions": [
                     {
-                        "type": "PodGroupScheduled",
+                        "type": "PodGroupInitiallyScheduled",
                         "status": "False",
                         "reason": "Unschedulable",
                         "message": "0/1 nodes are available: 1 Insufficient cpu.",

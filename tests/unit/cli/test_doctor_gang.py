@@ -3,8 +3,8 @@
 
 The recorded Pods are the real node's (tests/fixtures/doctor/unschedulable.json: two workers Pending,
 PodScheduled=False ``Insufficient cpu``), as the real node's gang job left them (tests/node/test_node_gang.py:
-the same Pods, and the PodGroup's ``PodGroupScheduled=False``); the PodGroup is added as each scheduler
-writes it. The doctor reads it with the hook's own ``Observed.gang_wait``.
+the same Pods, and the PodGroup's ``PodGroupInitiallyScheduled=False``); the PodGroup is added as each
+scheduler writes it. The doctor reads it with the hook's own ``Observed.gang_wait``.
 """
 
 from __future__ import annotations
@@ -17,7 +17,7 @@ from app.cli.doctor.checks import diagnose
 from app.cli.doctor.snapshot import Snapshot
 from tests.unit.cli.test_doctor import recorded
 
-WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
+WORKLOAD_API = "scheduling.k8s.io/v1beta1"
 VOLCANO = "scheduling.volcano.sh/v1beta1"
 PLUGINS = "scheduling.x-k8s.io/v1alpha1"
 TOPOLOGY = "mpi-operator-hook/gang-topology-key"
@@ -36,7 +36,9 @@ def held_pods(api_version: str, status: dict[str, Any], spec: dict[str, Any] | N
 
 def scheduled(status: str, reason: str, message: str) -> dict[str, Any]:
     return {
-        "conditions": [{"type": "PodGroupScheduled", "status": status, "reason": reason, "message": message}]
+        "conditions": [
+            {"type": "PodGroupInitiallyScheduled", "status": status, "reason": reason, "message": message}
+        ]
     }
 
 
@@ -66,7 +68,7 @@ def test_a_topology_domain_that_holds_no_whole_gang_names_the_key() -> None:
 
 
 def test_a_placed_gang_leaves_the_pods_verdict() -> None:
-    """PodGroupScheduled True: whatever keeps a Pod Pending now is the Pod's own."""
+    """PodGroupInitiallyScheduled True: whatever keeps a Pod Pending now is the Pod's own."""
     problem = diagnose(held_pods(WORKLOAD_API, scheduled("True", "Scheduled", ""))).problem
     assert problem is not None and problem.check == "unschedulable"
 

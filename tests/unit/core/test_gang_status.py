@@ -100,14 +100,14 @@ def test_topology_with_the_workload_api_is_placed_without_a_notice() -> None:
     assert kinds.count("Workload") == 1 and kinds.count("PodGroup") == 1
 
 
-def test_workload_api_undeclared_names_both_children_and_its_overlay() -> None:
+def test_workload_api_undeclared_names_both_children_and_each_releases_overlay() -> None:
     response = run(sync_request(mpijob().build()), Settings(gang_scheduling="kubernetes"))
     notice = response["status"]["conditions"][0]
     assert notice["reason"] == "PodGroupChildNotDeclared"
     assert (
-        "(scheduling.k8s.io/v1alpha2 workloads and podgroups); apply deploy/overlays/kubernetes/"
-        in (notice["message"])
-    )
+        "(scheduling.k8s.io/v1beta1 (Kubernetes 1.37) or v1alpha2 (1.36) workloads and podgroups);"
+        " apply deploy/overlays/kubernetes/ or deploy/overlays/kubernetes-1.36/."
+    ) in notice["message"]
     assert not any(c["kind"] in ("Workload", "PodGroup") for c in response["children"])
     assert not any("schedulingGroup" in str(c) for c in response["children"])
 
@@ -132,7 +132,7 @@ def test_a_frozen_job_keeps_its_workload_api_children_with_their_spec() -> None:
     edited = job.generation(2).workers(-1).build()
     children = run(sync_request(edited, observed, podgroup="kubernetes"), settings)["children"]
     by_kind = {(c["kind"], c["apiVersion"]): c for c in children}
-    for built in (c for c in first if c["apiVersion"] == "scheduling.k8s.io/v1alpha2"):
+    for built in (c for c in first if c["apiVersion"] == "scheduling.k8s.io/v1beta1"):
         assert by_kind[(built["kind"], built["apiVersion"])]["spec"] == built["spec"]
 
 
@@ -143,7 +143,7 @@ HELD_MESSAGE = "pod group is unschedulable"
 
 
 def _scheduled(status: str, reason: str, message: str = "") -> dict[str, Any]:
-    condition = {"type": "PodGroupScheduled", "status": status, "reason": reason, "message": message}
+    condition = {"type": "PodGroupInitiallyScheduled", "status": status, "reason": reason, "message": message}
     return {"conditions": [{**condition, "lastTransitionTime": "2026-05-04T09:00:03Z"}]}
 
 
@@ -176,7 +176,7 @@ def test_a_held_gang_is_said_first_with_the_schedulers_reason_and_the_state_stay
         "Created",
     )
     assert gang["message"] == (
-        "PodGroup pi (scheduling.k8s.io/v1alpha2) is not scheduled: pod group is unschedulable. No Pod of"
+        "PodGroup pi (scheduling.k8s.io/v1beta1) is not scheduled: pod group is unschedulable. No Pod of"
         " the gang starts until all of them fit at once."
     )
 

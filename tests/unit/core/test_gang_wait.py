@@ -1,9 +1,10 @@
 """``Observed.gang_wait``: what each gang scheduler writes on the job's PodGroup, read from the wire as a
 sync request carries it, into whether (and why) the scheduler holds the gang.
 
-The statuses are the schedulers' own documented ones: the Workload API's ``PodGroupScheduled`` condition
-(reasons ``Unschedulable``, ``SchedulerError``), Volcano's ``Unschedulable`` condition with its phase,
-scheduler-plugins' phase (no condition, no message) with the Pods' ``PodScheduled``.
+The statuses are the schedulers' own documented ones: the Workload API's ``PodGroupInitiallyScheduled``
+condition (1.37; ``PodGroupScheduled`` in 1.36; reasons ``Unschedulable``, ``SchedulerError``), Volcano's
+``Unschedulable`` condition with its phase, scheduler-plugins' phase (no condition, no message) with the
+Pods' ``PodScheduled``.
 """
 
 from __future__ import annotations
@@ -55,20 +56,40 @@ PLACED = condition("PodScheduled", "True")
 CASES: dict[str, tuple[str, dict[str, Any] | None, list[dict[str, str] | None], GangWait | None]] = {
     "workload API: not placed, the scheduler's reason and message": (
         "kubernetes",
-        {"conditions": [condition("PodGroupScheduled", "False", "Unschedulable", KUBERNETES_MESSAGE)]},
+        {
+            "conditions": [
+                condition("PodGroupInitiallyScheduled", "False", "Unschedulable", KUBERNETES_MESSAGE)
+            ]
+        },
         [UNPLACED, UNPLACED],
         GangWait("Unschedulable", KUBERNETES_MESSAGE),
     ),
     "workload API: a scheduler error": (
         "kubernetes",
-        {"conditions": [condition("PodGroupScheduled", "False", "SchedulerError", "parsing nodeAffinity")]},
+        {
+            "conditions": [
+                condition("PodGroupInitiallyScheduled", "False", "SchedulerError", "parsing nodeAffinity")
+            ]
+        },
         [],
         GangWait("SchedulerError", "parsing nodeAffinity"),
     ),
     "workload API: placed": (
         "kubernetes",
-        {"conditions": [condition("PodGroupScheduled", "True", "Scheduled")]},
+        {"conditions": [condition("PodGroupInitiallyScheduled", "True", "Scheduled")]},
         [PLACED, PLACED],
+        None,
+    ),
+    "workload API 1.36: its condition's name": (
+        "kubernetes-1.36",
+        {"conditions": [condition("PodGroupScheduled", "False", "Unschedulable", KUBERNETES_MESSAGE)]},
+        [UNPLACED, UNPLACED],
+        GangWait("Unschedulable", KUBERNETES_MESSAGE),
+    ),
+    "workload API 1.37: 1.36's condition name is not its own": (
+        "kubernetes",
+        {"conditions": [condition("PodGroupScheduled", "False", "Unschedulable", KUBERNETES_MESSAGE)]},
+        [UNPLACED, UNPLACED],
         None,
     ),
     "workload API: not tried yet (no condition)": ("kubernetes", {}, [None, None], None),
@@ -154,7 +175,9 @@ def test_what_the_podgroup_says(
 
 
 def test_another_jobs_podgroup_says_nothing_of_this_one() -> None:
-    held = {"conditions": [condition("PodGroupScheduled", "False", "Unschedulable", KUBERNETES_MESSAGE)]}
+    held = {
+        "conditions": [condition("PodGroupInitiallyScheduled", "False", "Unschedulable", KUBERNETES_MESSAGE)]
+    }
     children = [podgroup("kubernetes", held, name="other")]
     request = decode_request(orjson.dumps(sync_request(mpijob().build(), children, podgroup="kubernetes")))
     observed = classify("pi", request)

@@ -12,9 +12,9 @@ from app.core.policies import gang_scheduling
 from app.core.policies.gang_scheduling import Gang
 from app.kube.controller import Controller
 from app.kube.gang import (
-    KUBERNETES_API_VERSION,
     SCHEDULER_PLUGINS_API_VERSION,
     VOLCANO_API_VERSION,
+    WORKLOAD_API_V1BETA1,
     GangScheduler,
 )
 from app.kube.request import PodGroupStatus
@@ -24,7 +24,7 @@ VOLCANO = GangScheduler("volcano")
 PLUGINS = GangScheduler("scheduler-plugins-scheduler")
 KUBERNETES = GangScheduler("kubernetes")
 K8S = KUBERNETES
-BOTH_DECLARED = frozenset({VOLCANO_API_VERSION, SCHEDULER_PLUGINS_API_VERSION, KUBERNETES_API_VERSION})
+BOTH_DECLARED = frozenset({VOLCANO_API_VERSION, SCHEDULER_PLUGINS_API_VERSION, WORKLOAD_API_V1BETA1})
 
 # id: (scheduler, the PodGroup exists, finished before, suspended, launcher done, cleaned, want)
 CASES: dict[str, tuple[GangScheduler, bool, bool, bool, bool, bool, Gang]] = {
@@ -131,9 +131,9 @@ def _declared(*children: tuple[str, str]) -> frozenset[str]:
 @pytest.mark.parametrize(
     ("children", "available"),
     [
-        (((KUBERNETES_API_VERSION, "workloads"), (KUBERNETES_API_VERSION, "podgroups")), True),
-        (((KUBERNETES_API_VERSION, "podgroups"),), False),
-        (((KUBERNETES_API_VERSION, "workloads"),), False),
+        (((WORKLOAD_API_V1BETA1, "workloads"), (WORKLOAD_API_V1BETA1, "podgroups")), True),
+        (((WORKLOAD_API_V1BETA1, "podgroups"),), False),
+        (((WORKLOAD_API_V1BETA1, "workloads"),), False),
     ],
     ids=["both", "podgroups only", "workloads only"],
 )
@@ -165,8 +165,12 @@ def test_a_topology_key_only_the_workload_api_honours(scheduler: GangScheduler |
 
 
 HELD = {
-    KUBERNETES_API_VERSION: msgspec.convert(
-        {"conditions": [{"type": "PodGroupScheduled", "status": "False", "reason": "Unschedulable"}]},
+    WORKLOAD_API_V1BETA1: msgspec.convert(
+        {
+            "conditions": [
+                {"type": "PodGroupInitiallyScheduled", "status": "False", "reason": "Unschedulable"}
+            ]
+        },
         PodGroupStatus,
     )
 }

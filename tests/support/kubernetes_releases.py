@@ -1,0 +1,114 @@
+"""The Kubernetes releases the real control plane and node run: 1.36.2 from the e2e tarballs, 1.37.2 built by
+``scripts/build-neighbour kubernetes`` from its Go module (kube-apiserver, kube-controller-manager and
+kube-scheduler; etcd, Metacontroller and the node's kubelet, kube-proxy and CoreDNS stay the tarballs', a
+1.36 kubelet under a 1.37 control plane being within Kubernetes' version skew policy).
+
+Each release says how its Workload API is turned on: the version served, the feature gates (1.37 dropped
+``GangScheduling``, folded into ``GenericWorkload``) and the overlay that declares it.
+"""
+
+from __future__ import annotations
+
+import fcntl
+import os
+import subprocess
+from dataclasses import dataclass
+from pathlib import Path
+
+from tests.e2e.controlplane import find_binaries
+from tests.node.node import find_node_binaries
+from tests.support.paths import ROOT
+
+BUILD = ROOT / "scripts" / "build-neighbour"
+
+
+@dataclass(frozen=True)
+class Release:
+    version: str
+    # The Workload API it serves (with ``runtime_config`` and the gates).
+    workload_api: str
+    feature_gates: str
+    overlay: str
+    # Built from the Go module (else the e2e tarballs' own binaries).
+    built: bool
+
+    @property
+    def runtime_config(self) -> str:
+        return f"--runtime-config={self.workload_api}=true"
+
+    @property
+    def minor(self) -> str:
+        return self.version.rsplit(".", 1)[0]
+
+
+V1_36 = Release(
+    "1.36.2",
+    "scheduling.k8s.io/v1alpha2",
+    "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true",
+    "deploy/overlays/kubernetes-1.36",
+    built=False,
+)
+V1_37 = Release(
+    "1.37.2",
+    "scheduling.k8s.io/v1beta1",
+    "GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
+    "deploy/overlays/kubernetes",
+    built=True,
+)
+RELEASES = {release.minor: release for release in (V1_36, V1_37)}
+
+
+def chosen(variable: str, default: Release) -> Release:
+    """The release an environment variable names (``1.36`` or ``1.37``), else ``default``."""
+    given = os.environ.get(variable, "").strip()
+    if not given:
+        return default
+    if given not in RELEASES:
+        raise ValueError(f"{variable}={given!r}: one of {', '.join(RELEASES)}")
+    return RELEASES[given]
+
+
+def built_programs() -> dict[str, Path]:
+    """1.37's programs by name, built once per machine (the script caches them by release)."""
+    done = subprocess.run(
+        [str(BUILD), "kubernetes"], capture_output=True, text=True, timeout=3600, check=False
+    )
+    if done.returncode != 0:
+        failed = f"scripts/build-neighbour kubernetes failed ({done.returncode})"
+        raise RuntimeError(f"{failed}: {done.stderr[-2000:]}")
+    said = [line.split("=", 1) for line in done.stdout.splitlines()]
+    programs = [Path(value) for key, value in said if key == "binary"]
+    version = next(value for key, value in said if key == "version")
+    assert version == f"v{V1_37.version}", f"build-neighbour pins {version}, the tests {V1_37.version}"
+    return {program.name: program for program in programs}
+
+
+def _overlaid(base: Path, programs: dict[str, Path], into: Path) -> Path:
+    """``into``: every file of ``base``, with ``programs`` in place of theirs (symbolic links)."""
+    into.mkdir(parents=True, exist_ok=True)
+    for source in [*base.iterdir(), *programs.values()]:
+        chosen_source = programs.get(source.name, source)
+        link = into / source.name
+        if link.is_symlink() and link.resolve() == chosen_source.resolve():
+            continue
+        link.unlink(missing_ok=True)
+        link.symlink_to(chosen_source)
+    return into
+
+
+def binaries(release: Release) -> tuple[Path | None, Path | None, str]:
+    """The control plane's and the node's binary directories for ``release``, or Nones and why not."""
+    plane, reason = find_binaries()
+    node, node_reason = find_node_binaries()
+    if plane is None or node is None:
+        return None, None, reason or node_reason
+    if not release.built:
+        return plane, node, ""
+    cache = plane.parent / f"mpi-hook-kubernetes-{release.version}"
+    cache.mkdir(parents=True, exist_ok=True)
+    with (cache / ".lock").open("w") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # two xdist workers: one builds, the other waits for it
+        programs = built_programs()
+        on_plane = {n: p for n, p in programs.items() if n != "kube-scheduler"}
+        on_node = {n: p for n, p in programs.items() if n == "kube-scheduler"}
+        return _overlaid(plane, on_plane, cache / "plane"), _overlaid(node, on_node, cache / "node"), ""
