@@ -32,6 +32,14 @@ WORKLOAD_API_OVERLAYS = {
     WORKLOAD_API_V1ALPHA2: "deploy/overlays/kubernetes-1.36",
 }
 WORKLOAD_API_RELEASES = {WORKLOAD_API_V1BETA1: "1.37", WORKLOAD_API_V1ALPHA2: "1.36"}
+# What turns each on besides kube-apiserver's --runtime-config=<version>=true: the feature gates (1.37 folded
+# GangScheduling into GenericWorkload; each overlay's header says on which components).
+WORKLOAD_API_FEATURE_GATES = {
+    WORKLOAD_API_V1BETA1: ("GenericWorkload",),
+    WORKLOAD_API_V1ALPHA2: ("GenericWorkload", "GangScheduling"),
+}
+VOLCANO_OVERLAY = "deploy/overlays/volcano"
+SCHEDULER_PLUGINS_OVERLAY = "deploy/overlays/scheduler-plugins"
 PODGROUP_API_VERSIONS = (VOLCANO_API_VERSION, SCHEDULER_PLUGINS_API_VERSION, *WORKLOAD_API_VERSIONS)
 # The setting values that pick a backend of their own (any other name: scheduler-plugins), and how many edits
 # from one of them a value is taken for its typo (``meant_backend``): "volcanoo", "kubernets", "Volcano".
@@ -98,7 +106,7 @@ class GangScheduler:
         """The kustomize overlay that declares this PodGroup child and sets the matching setting."""
         if self.kubernetes:
             return WORKLOAD_API_OVERLAYS[self.workload_api]
-        return "deploy/overlays/volcano" if self.volcano else "deploy/overlays/scheduler-plugins"
+        return VOLCANO_OVERLAY if self.volcano else SCHEDULER_PLUGINS_OVERLAY
 
 
 def declared(scheduler: GangScheduler, declared_versions: frozenset[str]) -> GangScheduler:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from app.api.types import API_VERSION, ConditionType
-from app.cli.doctor import queueing
+from app.cli.doctor import queueing, workload_api
 from app.cli.doctor.facts import Facts
 from app.cli.doctor.problems import Problem, check, one_line
 from app.core.policies import suspension
@@ -55,19 +55,26 @@ def invalid(facts: Facts) -> Problem | None:
 def not_synced(facts: Facts) -> Problem | None:
     if facts.status.get("conditions") or facts.age(facts.raw) < SYNC_GRACE_SECONDS:
         return None
-    children = [
-        kind for kind, obj in (("Service", facts.snap.service), ("ConfigMap", facts.snap.config)) if obj
-    ]
+    snap = facts.snap
+    children = [kind for kind, obj in (("Service", snap.service), ("ConfigMap", snap.config)) if obj]
+    summary = f"MPIJob {facts.name} has no status {facts.age(facts.raw):.0f}s after it was created: "
+    evidence: tuple[str, ...] = (
+        f"MPIJob {facts.name}: no conditions, created {facts.raw['metadata'].get('creationTimestamp')}",
+        f"children: {', '.join(children) if children else 'none (no Service, ConfigMap or Pods)'}",
+    )
+    unserved = workload_api.declared_unserved(snap.workload_apis, snap.controller_children)
+    if unserved is not None and snap.workload_apis is not None:
+        cause, fix = workload_api.stopped(snap.workload_apis, *unserved)
+        served = workload_api.evidence(snap.workload_apis)
+        return Problem("not-synced", summary + cause, (*evidence, *served), fix)
+    if snap.controller_unreadable:
+        evidence += (f"CompositeController {workload_api.CONTROLLER}: {snap.controller_unreadable}",)
     return Problem(
         "not-synced",
-        f"MPIJob {facts.name} has no status {facts.age(facts.raw):.0f}s after it was created: the hook has"
-        " not answered for it",
-        (
-            f"MPIJob {facts.name}: no conditions, created {facts.raw['metadata'].get('creationTimestamp')}",
-            f"children: {', '.join(children) if children else 'none (no Service, ConfigMap or Pods)'}",
-        ),
+        summary + "the hook has not answered for it",
+        evidence,
         "check that Metacontroller and the hook run and that the CompositeController exists:"
-        " kubectl get compositecontroller mpi-operator-hook; kubectl -n metacontroller logs"
+        f" kubectl get compositecontroller {workload_api.CONTROLLER}; kubectl -n metacontroller logs"
         " statefulset/metacontroller --tail=50; kubectl -n mpi-operator logs deployment/mpi-operator-hook"
         " --tail=50",
     )
@@ -129,16 +136,22 @@ def gang_scheduling_unavailable(facts: Facts) -> Problem | None:
             f"MPIJob {facts.name} runs without its topology key: {one_line(condition.get('message'), 200)}",
             (f"condition GangSchedulingUnavailable=True ({REASON_TOPOLOGY_REFUSED})",),
             f"remove the annotation {GANG_TOPOLOGY_ANNOTATION}, or install the hook with"
-            " deploy/overlays/kubernetes (Kubernetes 1.36's Workload API)",
+            f" {workload_api.workload_overlays()}, Kubernetes' Workload API",
         )
+    evidence: tuple[str, ...] = (
+        f"condition GangSchedulingUnavailable=True ({condition.get('reason')}):"
+        f" {one_line(condition.get('message'))}",
+    )
+    fix = (
+        f"apply the gang scheduler's overlay ({workload_api.any_overlay()}), which declares the PodGroup"
+        f" child, {workload_api.UNSET}"
+    )
+    apis = facts.snap.workload_apis
+    if apis is not None and workload_api.about_the_workload_api(condition):
+        evidence, fix = (*evidence, *workload_api.evidence(apis)), workload_api.undeclared_fix(apis)
     return Problem(
         "gang-scheduling-unavailable",
         f"MPIJob {facts.name} gets no PodGroup: {one_line(condition.get('message'), 200)}",
-        (
-            f"condition GangSchedulingUnavailable=True ({condition.get('reason')}):"
-            f" {one_line(condition.get('message'))}",
-        ),
-        "apply the gang scheduler's overlay (deploy/overlays/volcano, deploy/overlays/scheduler-plugins or"
-        " deploy/overlays/kubernetes), which declares the PodGroup child, or unset"
-        " MPI_OPERATOR_GANG_SCHEDULING",
+        evidence,
+        fix,
     )

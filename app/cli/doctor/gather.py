@@ -10,14 +10,14 @@ from app.children.podgroup import (
     SCHEDULER_PLUGINS_GROUP_LABEL,
     VOLCANO_GROUP_ANNOTATION,
 )
-from app.cli.doctor import queueing, shapes
+from app.cli.doctor import queueing, shapes, workload_api
 from app.cli.doctor.shapes import MPIJOB, Required
 from app.cli.doctor.snapshot import Snapshot, newest_launcher_pod
 from app.cli.terminal import printable
 from app.cluster.reads import CannotRead, Read, Reader
 from app.cluster.untrusted import Hostile
 from app.kube import names
-from app.kube.gang import PODGROUP_API_VERSIONS
+from app.kube.gang import PODGROUP_API_VERSIONS, WORKLOAD_API_VERSIONS, child_resources
 from app.kube.gang import RESOURCE as PODGROUPS
 from app.kube.pod_phase import PodPhase
 from app.kube.request import ObservedLauncherJob, ObservedPod, ObservedPodGroup
@@ -33,6 +33,7 @@ _KINDS = {
     "secrets": ("PartialObjectMetadata", "Secret"),
     "configmaps": ("ConfigMap",),
     **{f"{PODGROUPS}.{version.split('/')[0]}": ("PodGroup",) for version in PODGROUP_API_VERSIONS},
+    workload_api.CONTROLLERS: ("CompositeController",),
 }
 _DROPPED_ANNOTATIONS = (names.LAST_APPLIED_ANNOTATION, "kubectl.kubernetes.io/last-applied-configuration")
 
@@ -70,6 +71,9 @@ def _gather(reader: Reader, namespace: str, name: str, now: str) -> Snapshot:
     snap.config = _object(reader, configmap, shapes.CONFIGMAP)
     snap.podgroups = _podgroups(reader, namespace, name, snap.pods)
     snap.workloads = _kueue_workloads(reader, namespace, snap.job)
+    if workload_api.matters(snap.job):
+        snap.workload_apis = _workload_apis(reader)
+        snap.controller_children, snap.controller_unreadable = _controller_children(reader)
     events = _items(reader, Read("list", "events", namespace, f"{core}/events"), shapes.EVENT)
     snap.events = _events_about(events, name, snap.pods)
     snap.logs = _logs(reader, namespace, snap.pods)
@@ -165,6 +169,40 @@ def _kueue_workloads(reader: Reader, namespace: str, job: dict[str, Any]) -> lis
         if reader.json(Read("get", "the Kueue API", namespace, f"/apis/{api_version}")) is not None:
             return _items(reader, read, shapes.OBJECT)
     return []
+
+
+def _workload_apis(reader: Reader) -> dict[str, list[str]]:
+    """Each Workload API version the API server serves -> which of the children's resources it lists (a
+    version served without them: its feature gate is off)."""
+    served = {}
+    for version in WORKLOAD_API_VERSIONS:
+        read = Read("get", "the Workload API", "", f"/apis/{version}")
+        listing = reader.json(read)
+        if listing is None:
+            continue
+        shapes.check(listing, shapes.API_RESOURCES, f"the API server's answer to GET {read.path}")
+        names_listed = {r.get("name") for r in listing.get("resources") or []}
+        served[version] = [r for r in child_resources(version) if r in names_listed]
+    return served
+
+
+def _controller_children(reader: Reader) -> tuple[list[dict[str, str]] | None, str]:
+    """The CompositeController's declared children, or None and why not: not found, or not readable (a
+    cluster-scoped read few troubleshooters may make: no reason to stop)."""
+    read = Read("get", workload_api.CONTROLLERS, "", workload_api.CONTROLLER_PATH)
+    try:
+        controller = _object(reader, read, shapes.CONTROLLER)
+    except CannotRead as err:
+        if not err.permission:
+            raise
+        return None, f"not readable (permission missing: {err.permission})"
+    if controller is None:
+        return None, "not found"
+    children = (controller.get("spec") or {}).get("childResources") or []
+    return [
+        {"apiVersion": str(c.get("apiVersion") or ""), "resource": str(c.get("resource") or "")}
+        for c in children
+    ], ""
 
 
 def _uses_a_podgroup(pods: list[dict[str, Any]]) -> bool:

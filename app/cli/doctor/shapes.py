@@ -64,6 +64,10 @@ MPIJOB = {
 }
 OBJECT = {"metadata": Required(METADATA), "spec": {}, "status": {"conditions": [CONDITION]}}
 CONFIGMAP = {"metadata": Required(METADATA), "data": STRINGS}
+_CHILD_RESOURCES = [{"apiVersion": str, "resource": str}]
+# A CompositeController: only its children are read; an API group version's discovery, its resources' names.
+CONTROLLER = {"metadata": Required(METADATA), "spec": {"childResources": _CHILD_RESOURCES}}
+API_RESOURCES = {"resources": [{"name": str}]}
 # Events are listed in a namespace, and only the job's own are kept: those must name what they are about.
 EVENT = {"metadata": METADATA, "involvedObject": {"name": str}, "type": str, "reason": str, "count": int}
 # A file written by ``mpijob doctor --save`` (``snapshot.Snapshot``).
@@ -82,6 +86,9 @@ SNAPSHOT = {
     "workloads": [OBJECT],
     "events": [EVENT],
     "logs": MapOf(str),
+    "workload_apis": MapOf([str]),
+    "controller_children": [{"apiVersion": Required(str), "resource": Required(str)}],
+    "controller_unreadable": str,
 }
 
 

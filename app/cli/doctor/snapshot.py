@@ -33,6 +33,12 @@ class Snapshot:
     # Kueue's Workloads of the job (read when it names a Kueue queue).
     workloads: list[dict[str, Any]] = field(default_factory=list)
     events: list[dict[str, Any]] = field(default_factory=list)
+    # Read only when the job shows a Workload API gone wrong (``workload_api.matters``); None: not read.
+    # Each Workload API version the API server serves -> the children's resources its discovery lists.
+    workload_apis: dict[str, list[str]] | None = None
+    # The CompositeController's spec.childResources (apiVersion, resource), or why it was not read.
+    controller_children: list[dict[str, str]] | None = None
+    controller_unreadable: str = ""
     # "<pod>/<container>" -> the last lines of its log: the launcher's, its wait-for-workers', and the first
     # worker whose container ended.
     logs: dict[str, str] = field(default_factory=dict)
