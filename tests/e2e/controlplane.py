@@ -148,6 +148,9 @@ class ControlPlane:
     options: Options = field(default_factory=Options)
     metacontroller: Started | None = None
     metacontroller_health: str = ""
+    # etcd's client URL and the apiserver's port: kept across an upgrade (``upgrade``).
+    etcd: str = ""
+    port: int = 0
 
     def ssl_context(self) -> ssl.SSLContext:
         context = ssl.create_default_context(cafile=str(self.pki.ca_cert))
@@ -313,11 +316,23 @@ def start_control_plane(bin_dir: Path, workdir: Path, options: Options | None = 
     server = f"https://{options.address}:{port}"
     plane = ControlPlane(workdir, workdir / "kubeconfig", server, pki, Processes(workdir), bin_dir, options)
     write_kubeconfig(plane.kubeconfig, server, pki.ca_cert, pki.admin_cert, pki.admin_key)
+    plane.port = port
     try:
-        etcd = _start_etcd(plane)
-        _start_apiserver(plane, etcd, port)
+        plane.etcd = _start_etcd(plane)
+        _start_apiserver(plane, plane.etcd, port)
         _start_controller_manager(plane)
     except BaseException:
         plane.stop()
         raise
     return plane
+
+
+def upgrade(plane: ControlPlane, bin_dir: Path, options: Options) -> None:
+    """The apiserver and the controller-manager stopped and started again from ``bin_dir`` with ``options``,
+    on the same etcd and address: a cluster upgrade as an operator does it, one component at a time."""
+    for name in ("kube-apiserver", "kube-controller-manager"):
+        for started in [s for s in plane.processes.started if s.name == name]:
+            plane.processes.stop(started)
+    plane.bin_dir, plane.options = bin_dir, options
+    _start_apiserver(plane, plane.etcd, plane.port)
+    _start_controller_manager(plane)

@@ -33,16 +33,9 @@ from tests.node import kueue, recipes
 from tests.node.containerd import PAUSE_IMAGE, Containerd, remove_cgroups, unmount_under
 from tests.node.images import CACHE, Builder, Recipe, build_all
 from tests.node.network import Network
-from tests.node.node import (
-    FEATURE_GATES,
-    KUBELET_CGROUP,
-    NODE_NAME,
-    NODE_PROCESSES,
-    PAUSE_ARCHIVE,
-    WORKLOAD_API,
-    Node,
-    find_node_binaries,
-)
+from tests.node.node import KUBELET_CGROUP, NODE_NAME, NODE_PROCESSES, PAUSE_ARCHIVE, Node
+from tests.support import kubernetes_releases
+from tests.support.kubernetes_releases import NODE_RELEASE
 
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -62,11 +55,7 @@ def missing() -> str | None:
             f"missing {', '.join(absent)} (Debian: apt-get install {DEBIAN_PACKAGES}; "
             f".ci/install-node said: {said or '-'})"
         )
-    for finder in (find_binaries, find_node_binaries):
-        directory, reason = finder()
-        if directory is None:
-            return reason
-    return None
+    return kubernetes_releases.missing(NODE_RELEASE)
 
 
 def all_recipes(bin_dir: Path) -> list[Recipe]:
@@ -89,12 +78,16 @@ class Cluster:
     _node_up: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> Kube:
-        bin_dir, _ = find_binaries()
-        node_bin, _ = find_node_binaries()
-        assert bin_dir is not None and node_bin is not None
+        tarballs, _ = find_binaries()  # Metacontroller's image: the same program whatever the release
+        assert tarballs is not None
         with ThreadPoolExecutor(max_workers=2) as pool:
-            images = pool.submit(self._build, bin_dir)
+            images = pool.submit(self._build, tarballs)
             self.kueue_build = pool.submit(self._timed, "kueue built", kueue.build)
+            # Built from its Go module for 1.37 (once per machine) while the images build.
+            bin_dir, node_bin = self._timed(
+                f"kubernetes {NODE_RELEASE.version} binaries",
+                lambda: kubernetes_releases.binaries(NODE_RELEASE),
+            )
             began = time.monotonic()
             try:
                 self._start_node(bin_dir, node_bin)
@@ -143,8 +136,8 @@ class Cluster:
             address=self.network.address,
             service_cidr=self.network.service_cidr,
             node=True,
-            apiserver_args=(f"--runtime-config={WORKLOAD_API}=true",),
-            feature_gates=FEATURE_GATES,
+            apiserver_args=(NODE_RELEASE.runtime_config,),
+            feature_gates=NODE_RELEASE.feature_gates,
         )
         self.plane = start_control_plane(bin_dir, self.workdir / "plane", options)
         client = httpx.Client(base_url=self.plane.server, verify=self.plane.ssl_context(), timeout=30)

@@ -1,7 +1,8 @@
 """The hook's ``kubernetes`` gang backend on the real node: switching the install to its overlay and back, and
 MPIJobs sized against the node's free CPU.
 
-The switch is what a user does: ``kubectl apply --server-side -k deploy/overlays/kubernetes`` (with
+The switch is what a user does: ``kubectl apply --server-side -k deploy/overlays/kubernetes`` (the overlay
+of the node's release: ``kubernetes-1.36`` on 1.36; with
 ``--force-conflicts``: the quick start's ``kubectl set image`` owns the image field), the quick start's
 ``set image`` again, and the rollout. Back to ``deploy/`` the same way: later tests see the quick start's
 install.
@@ -16,8 +17,9 @@ from tests.e2e.kube import Kube
 from tests.node import runs
 from tests.node.conftest import RealNode
 from tests.node.quickstart import quick_start_blocks
+from tests.support.kubernetes_releases import NODE_RELEASE
 
-OVERLAY = "deploy/overlays/kubernetes"
+OVERLAY = NODE_RELEASE.overlay
 QUICK_START = "deploy/"
 HOOK = ("mpi-operator", "mpi-operator-hook")
 SETTING = "MPI_OPERATOR_GANG_SCHEDULING"

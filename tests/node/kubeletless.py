@@ -12,13 +12,16 @@ Ready for as long as a test holds them. Each carries the ``TAINT`` (NoSchedule):
 
 from __future__ import annotations
 
+import contextlib
 import threading
 import time
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from typing import Any
 
-from tests.e2e.kube import Kube, wait_for
+import httpx
+
+from tests.e2e.kube import ApiError, Kube, wait_for
 
 TAINT = {"key": "mpi-hook-test/kubeletless", "value": "true", "effect": "NoSchedule"}
 TOLERATION = {"key": TAINT["key"], "operator": "Equal", "value": "true", "effect": "NoSchedule"}
@@ -87,7 +90,9 @@ def heartbeat(kube: Kube, names: set[str]) -> Iterator[None]:
 
     def beat() -> None:
         while not stop.wait(RENEW_SECONDS):
-            renew(kube, names)
+            # The apiserver restarting (an upgrade): the next beat renews.
+            with contextlib.suppress(ApiError, httpx.HTTPError):
+                renew(kube, names)
 
     thread = threading.Thread(target=beat, name="kubeletless-heartbeat", daemon=True)
     thread.start()

@@ -23,7 +23,7 @@ from tests.e2e.controlplane import (
     write_kubeconfig,
 )
 from tests.e2e.pki import client_cert
-from tests.e2e.processes import Processes, free_port, http_ok, wait_until_ready
+from tests.e2e.processes import Processes, Started, free_port, http_ok, wait_until_ready
 from tests.node.network import Network
 
 NODE_NAME = "mpi-hook-node"
@@ -32,10 +32,6 @@ TARBALL = "node-linux-amd64.tar.xz"
 PAUSE_ARCHIVE = "pause.tar"
 NODE_PROCESSES = ("kubelet", "kube-scheduler", "coredns", "kube-proxy")
 KUBELET_CGROUP = "kubepods"  # kubelet's (cgroupfs driver, cgroupsPerQOS) under every hierarchy
-# Kubernetes' own gang scheduling (alpha in v1.36): the Workload API, gangs, topology-aware placement. Every
-# component gets them; the apiserver also serves scheduling.k8s.io/v1alpha2 (WORKLOAD_API).
-FEATURE_GATES = "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true"
-WORKLOAD_API = "scheduling.k8s.io/v1alpha2"
 
 
 def find_node_binaries() -> tuple[Path | None, str]:
@@ -124,22 +120,7 @@ class Node:
         wait_until_ready(kubelet, http_ok(f"http://127.0.0.1:{ports[1]}/healthz"), 60, "kubelet")
 
     def _scheduler(self) -> None:
-        port = free_port()
-        scheduler = self.processes.start(
-            "kube-scheduler",
-            [
-                str(self.bin_dir / "kube-scheduler"),
-                f"--kubeconfig={self.plane.kubeconfig}",
-                "--leader-elect=false",
-                "--bind-address=127.0.0.1",
-                f"--secure-port={port}",
-                *feature_gate_flags(self.plane.options),
-                "--v=0",
-            ],
-        )
-        wait_until_ready(
-            scheduler, http_ok(f"https://127.0.0.1:{port}/healthz", _insecure()), 60, "scheduler"
-        )
+        start_scheduler(self.processes, self.bin_dir, self.plane)
 
     def _coredns(self) -> None:
         health = free_port()
@@ -172,6 +153,25 @@ class Node:
         path.write_text(json.dumps(config, indent=1))
         proxy = self.processes.start("kube-proxy", [str(self.bin_dir / "kube-proxy"), f"--config={path}"])
         wait_until_ready(proxy, http_ok(f"http://127.0.0.1:{health}/healthz"), 60, "kube-proxy")
+
+
+def start_scheduler(processes: Processes, bin_dir: Path, plane: ControlPlane) -> Started:
+    """kube-scheduler from ``bin_dir`` against ``plane``, with its feature gates; ready when healthy."""
+    port = free_port()
+    scheduler = processes.start(
+        "kube-scheduler",
+        [
+            str(bin_dir / "kube-scheduler"),
+            f"--kubeconfig={plane.kubeconfig}",
+            "--leader-elect=false",
+            "--bind-address=127.0.0.1",
+            f"--secure-port={port}",
+            *feature_gate_flags(plane.options),
+            "--v=0",
+        ],
+    )
+    wait_until_ready(scheduler, http_ok(f"https://127.0.0.1:{port}/healthz", _insecure()), 60, "scheduler")
+    return scheduler
 
 
 def _gates(flag: str) -> dict[str, bool]:

@@ -1,5 +1,6 @@
-"""Kubernetes' own gang scheduling (the Workload API, ``scheduling.k8s.io/v1alpha2``) with the real
-kube-scheduler on the real node: a group is bound whole or not at all, and inside one topology domain.
+"""Kubernetes' own gang scheduling (the Workload API, ``scheduling.k8s.io/v1beta1`` on 1.37, ``v1alpha2`` on
+1.36: the node's release) with the real kube-scheduler on the real node: a group is bound whole or not at
+all, and inside one topology domain.
 
 The harness checks here make the PodGroups and pause Pods by hand: they prove the cluster (gates, the
 scheduler, kubelet-less nodes as topology domains) does what the hook's ``kubernetes`` backend relies on.
@@ -175,7 +176,7 @@ def test_a_gang_job_too_big_for_the_node_binds_no_pod_and_says_why(
     workload, group = _gang_children(kube, ns, "big")
     assert workload is not None and group is not None
     assert group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
-    verdict = workloads.condition(group, "PodGroupScheduled")
+    verdict = workloads.condition(group, workloads.SCHEDULED)
     assert (verdict.get("status"), verdict.get("reason")) == ("False", "Unschedulable"), verdict
     pods = gang.job_pods(kube, ns, "big")
     assert {p["spec"].get("schedulingGroup", {}).get("podGroupName") for p in pods} == {"big"}
@@ -186,7 +187,7 @@ def test_a_gang_job_too_big_for_the_node_binds_no_pod_and_says_why(
     held = wait_for(lambda: _gang_scheduled(kube, ns, "big"), 10, "the MPIJob's GangScheduled=False")
     assert watch.sample()["big"] == 0, watch.samples
     assert (held["status"], held["reason"]) == ("False", verdict.get("reason")), held
-    assert held["message"].startswith("PodGroup big (scheduling.k8s.io/v1alpha2) is not scheduled: "), held
+    assert held["message"].startswith(f"PodGroup big ({workloads.WORKLOAD_API}) is not scheduled: "), held
     assert str(verdict.get("message", "")).rstrip(" .") in held["message"], (held, verdict)
     conditions = jobs.conditions(jobs.get(kube, ns, "big"))
     assert "Running" not in conditions or conditions["Running"]["status"] == "False", conditions
@@ -264,7 +265,7 @@ def test_a_gang_job_runs_in_the_topology_domain_of_its_annotation(
         runs.assert_ran_on_hostfile(kube, ns, "zoned", 2)
         _, zoned = _gang_children(kube, ns, "zoned")
         assert zoned is not None and zoned["spec"]["schedulingConstraints"] == {"topology": [{"key": ZONE}]}
-        assert workloads.condition(zoned, "PodGroupScheduled").get("status") == "True", zoned
+        assert workloads.condition(zoned, workloads.SCHEDULED).get("status") == "True", zoned
         wait_for(lambda: len(gang.job_pods(kube, ns, "nowhere")) == 3, BIND_SECONDS, "nowhere's three Pods")
         nowhere = workloads.Watch(lambda: {"nowhere": gang.job_pods(kube, ns, "nowhere")})
         nowhere.hold(max(0.0, HOLD_SECONDS - (time.monotonic() - began)))
@@ -347,7 +348,7 @@ def test_the_pi_example_runs_through_the_gang(
     took = time.monotonic() - began
     runs.assert_ran_on_hostfile(kube, ns, "pi", 2)
     group = workloads.get(kube, "podgroups", ns, "pi")
-    verdict = workloads.condition(group, "PodGroupScheduled")
+    verdict = workloads.condition(group, workloads.SCHEDULED)
     assert (verdict.get("status"), verdict.get("reason")) == ("True", "Scheduled"), group
     assert group is not None and group["spec"]["schedulingPolicy"] == {"gang": {"minCount": 3}}
     workers = jobs.worker_pods(kube, ns, "pi")

@@ -1,11 +1,12 @@
 """Kubernetes' own gang scheduling on the real node: the Workload API's objects, what the scheduler did with a
 group's Pods, and how much CPU the node has left for a test's Pods.
 
-``scheduling.k8s.io/v1alpha2`` (alpha in v1.36, served with the gates in node.py): a ``PodGroup`` with
+The node's release's version of it (``scheduling.k8s.io/v1beta1`` on 1.37, ``v1alpha2`` on 1.36, served
+with the gates of tests/support/kubernetes_releases.py): a ``PodGroup`` with
 ``spec.schedulingPolicy.gang.minCount`` is scheduled all or nothing by the real kube-scheduler; a Pod joins
 it by ``spec.schedulingGroup.podGroupName``; ``spec.schedulingConstraints.topology[0].key`` keeps the whole
-group in one domain of that node label. The scheduler reports on the group in its ``PodGroupScheduled``
-condition.
+group in one domain of that node label. The scheduler reports on the group in its
+``PodGroupInitiallyScheduled`` condition (``PodGroupScheduled`` in 1.36).
 """
 
 from __future__ import annotations
@@ -15,8 +16,14 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 
+from app.kube.gang import WORKLOAD_SCHEDULED_CONDITIONS
 from tests.e2e.kube import ApiError, Kube, wait_for
-from tests.node.node import NODE_NAME, WORKLOAD_API
+from tests.node.node import NODE_NAME
+from tests.support.kubernetes_releases import NODE_RELEASE
+
+WORKLOAD_API = NODE_RELEASE.workload_api
+# The PodGroup's condition that says whether the gang is placed.
+SCHEDULED = WORKLOAD_SCHEDULED_CONDITIONS[WORKLOAD_API]
 
 PAUSE = "registry.k8s.io/pause:3.10.2"
 _TERMINAL = ("Succeeded", "Failed")
@@ -54,8 +61,8 @@ def condition(obj: dict[str, Any] | None, kind: str) -> dict[str, Any]:
 
 
 def scheduled(kube: Kube, namespace: str, group: str) -> dict[str, Any]:
-    """The PodGroup's ``PodGroupScheduled`` condition ({} before the scheduler wrote one)."""
-    return condition(get(kube, "podgroups", namespace, group), "PodGroupScheduled")
+    """The PodGroup's ``SCHEDULED`` condition ({} before the scheduler wrote one)."""
+    return condition(get(kube, "podgroups", namespace, group), SCHEDULED)
 
 
 def pause_pod(name: str, cpu: str, group: str = "", **spec: Any) -> dict[str, Any]:

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import shutil
 import subprocess
 from dataclasses import dataclass
 from pathlib import Path
@@ -68,6 +69,12 @@ def chosen(variable: str, default: Release) -> Release:
     return RELEASES[given]
 
 
+# The real node runs the newest release (MPI_HOOK_NODE_KUBERNETES=1.36 for the other); the control-plane
+# e2e suite the oldest (MPI_HOOK_E2E_KUBERNETES=1.37), and its Workload API module both (docs/testing.md).
+NODE_RELEASE = chosen("MPI_HOOK_NODE_KUBERNETES", V1_37)
+E2E_RELEASE = chosen("MPI_HOOK_E2E_KUBERNETES", V1_36)
+
+
 def built_programs() -> dict[str, Path]:
     """1.37's programs by name, built once per machine (the script caches them by release)."""
     done = subprocess.run(
@@ -96,14 +103,24 @@ def _overlaid(base: Path, programs: dict[str, Path], into: Path) -> Path:
     return into
 
 
-def binaries(release: Release) -> tuple[Path | None, Path | None, str]:
-    """The control plane's and the node's binary directories for ``release``, or Nones and why not."""
+def missing(release: Release) -> str | None:
+    """Why ``release`` cannot run here, or None (its build itself may still fail: ``binaries`` raises)."""
+    for finder in (find_binaries, find_node_binaries):
+        directory, reason = finder()
+        if directory is None:
+            return reason
+    if release.built and shutil.which("go") is None:
+        return f"Kubernetes {release.version} is built from its Go module: go is not on PATH"
+    return None
+
+
+def binaries(release: Release) -> tuple[Path, Path]:
+    """The control plane's and the node's binary directories for ``release`` (``missing`` said None)."""
     plane, reason = find_binaries()
     node, node_reason = find_node_binaries()
-    if plane is None or node is None:
-        return None, None, reason or node_reason
+    assert plane is not None and node is not None, reason or node_reason
     if not release.built:
-        return plane, node, ""
+        return plane, node
     cache = plane.parent / f"mpi-hook-kubernetes-{release.version}"
     cache.mkdir(parents=True, exist_ok=True)
     with (cache / ".lock").open("w") as lock:
@@ -111,4 +128,4 @@ def binaries(release: Release) -> tuple[Path | None, Path | None, str]:
         programs = built_programs()
         on_plane = {n: p for n, p in programs.items() if n != "kube-scheduler"}
         on_node = {n: p for n, p in programs.items() if n == "kube-scheduler"}
-        return _overlaid(plane, on_plane, cache / "plane"), _overlaid(node, on_node, cache / "node"), ""
+        return _overlaid(plane, on_plane, cache / "plane"), _overlaid(node, on_node, cache / "node")
