@@ -143,7 +143,8 @@ class Observed:
         if status is None:
             return None
         if api_version in WORKLOAD_API_VERSIONS:
-            return _workload_api_wait(status, gang.WORKLOAD_SCHEDULED_CONDITIONS[api_version])
+            held = _workload_api_wait(status, gang.WORKLOAD_SCHEDULED_CONDITIONS[api_version])
+            return held or _preempted([*self.workers.values(), *(self.launcher_pods or [])])
         if api_version == VOLCANO_API_VERSION:
             return _volcano_wait(status)
         unplaced = sum(1 for pod in self.workers.values() if _unschedulable(pod))
@@ -248,6 +249,19 @@ def _coscheduler_wait(status: PodGroupStatus, unplaced: int) -> GangWait | None:
     if status.phase not in gang.SCHEDULER_PLUGINS_WAITING_PHASES or not unplaced:
         return None
     return GangWait(gang.POD_UNSCHEDULABLE, "", status.phase or "", unplaced)
+
+
+def _preempted(pods: list[ObservedPod]) -> GangWait | None:
+    """The gang preempted by the scheduler (Kubernetes 1.37 preempts a ``disruptionMode: all`` group whole):
+    its Pods carry DisruptionTarget=True, reason PreemptionByScheduler, while they terminate; the PodGroup
+    stays initially scheduled, so this is the only word of it."""
+    for pod in pods:
+        for c in (pod.status.conditions if pod.status else None) or []:
+            if c.type == gang.DISRUPTION_TARGET and c.status == "True" and c.reason == gang.PREEMPTED:
+                return GangWait(
+                    gang.PREEMPTED, f"{pod.metadata.name}: {c.message or ''}", gang.PREEMPTED_PHASE
+                )
+    return None
 
 
 def _unschedulable(pod: ObservedPod) -> bool:

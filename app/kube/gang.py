@@ -65,6 +65,10 @@ VOLCANO_WAITING_PHASES = frozenset({"Pending", "Inqueue"})
 # (not minMember running yet); PreScheduling in releases before v0.26.7. Whether the coscheduler could not
 # place the Pods is said by their own PodScheduled condition.
 SCHEDULER_PLUGINS_WAITING_PHASES = frozenset({"Pending", "PreScheduling", "Scheduling"})
+# A Pod's condition when the scheduler preempts it (Kubernetes 1.37 preempts a Workload API gang whole).
+DISRUPTION_TARGET = "DisruptionTarget"
+PREEMPTED = "PreemptionByScheduler"
+PREEMPTED_PHASE = "preempted by the scheduler"
 # A Pod's PodScheduled=False reason when the scheduler tried and found no place (SchedulingGated: it has
 # not tried).
 POD_UNSCHEDULABLE = "Unschedulable"

@@ -63,8 +63,10 @@ class ObservedCondition(msgspec.Struct, frozen=True, gc=False):
 class PodCondition(msgspec.Struct, frozen=True, gc=False):
     type: str = ""
     status: str = ""
-    # PodScheduled False: Unschedulable (the scheduler tried) or SchedulingGated (it has not).
+    # PodScheduled False: Unschedulable (the scheduler tried) or SchedulingGated (it has not);
+    # DisruptionTarget True: PreemptionByScheduler, with the scheduler's message.
     reason: str | None = None
+    message: str | None = None
 
 
 class Terminated(msgspec.Struct, frozen=True, gc=False):

@@ -34,8 +34,15 @@ GROUPS = {
     "mpijobs": "/apis/kubeflow.org/v2beta1",
     "compositecontrollers": "/apis/metacontroller.k8s.io/v1alpha1",
     "customresourcedefinitions": "/apis/apiextensions.k8s.io/v1",
+    "priorityclasses": "/apis/scheduling.k8s.io/v1",
 }
-CLUSTER_SCOPED = {"namespaces", "nodes", "compositecontrollers", "customresourcedefinitions"}
+CLUSTER_SCOPED = {
+    "namespaces",
+    "nodes",
+    "compositecontrollers",
+    "customresourcedefinitions",
+    "priorityclasses",
+}
 PATCH_TYPES = {
     "merge": "application/merge-patch+json",
     "strategic": "application/strategic-merge-patch+json",

@@ -358,3 +358,84 @@ def test_the_pi_example_runs_through_the_gang(
     assert launcher["spec"]["template"]["spec"]["schedulingGroup"] == {"podGroupName": "pi"}
     assert jobs.conditions(job)["Succeeded"]["status"] == "True"
     record_property("e2e_summary", f"gang: examples/pi/pi.yaml apply -> Succeeded in {took:.1f} s")
+
+
+def _with_priority(job: dict[str, Any], priority_class: str) -> dict[str, Any]:
+    """``job`` with ``priority_class`` on its launcher and workers (the PodGroup takes it, as Volcano's)."""
+    for spec in gang.pod_specs(job):
+        spec["priorityClassName"] = priority_class
+    return job
+
+
+def _preempted(pods: list[dict[str, Any]]) -> set[str]:
+    """The Pods the scheduler marked for preemption (DisruptionTarget=True, PreemptionByScheduler)."""
+    return {
+        p["metadata"]["uid"]
+        for p in pods
+        for c in p["status"].get("conditions") or []
+        if c["type"] == "DisruptionTarget" and c.get("reason") == "PreemptionByScheduler"
+    }
+
+
+def test_a_higher_priority_gang_preempts_a_lower_one_whole_and_the_lower_job_says_why(
+    backend: Kube, ns: str, record_property: pytest.RecordProperty
+) -> None:
+    """Kubernetes 1.37 (v1beta1): the PodGroups carry the jobs' PriorityClass and ``disruptionMode: all``.
+    A low-priority gang job runs on the whole node; a high-priority one arrives: the scheduler preempts
+    every Pod of the low gang at once (none is left holding CPU), the low MPIJob says so
+    (GangScheduled=False PreemptionByScheduler), the high job Succeeds, then the low one runs again and
+    Succeeds."""
+    if workloads.WORKLOAD_API != "scheduling.k8s.io/v1beta1":
+        pytest.skip("workload-aware preemption: the Workload API's v1beta1 (Kubernetes 1.37)")
+    kube = backend
+    classes = {f"{ns}-low": 100, f"{ns}-high": 1000}
+    for name, value in classes.items():
+        made = {"apiVersion": "scheduling.k8s.io/v1", "kind": "PriorityClass", "metadata": {"name": name}}
+        kube.create("priorityclasses", None, {**made, "value": value})
+    try:
+        each = workloads.settled_free_cpu(kube, gang.INSTALLED) // 3  # three Pods fit, four do not
+        runs.apply(kube, ns, _with_priority(gang.sized(runs.gated("low"), each), f"{ns}-low"))
+        runs.running(kube, ns, "low")
+        first = {p["metadata"]["uid"] for p in gang.job_pods(kube, ns, "low")}
+        began = time.monotonic()
+        runs.apply(kube, ns, _with_priority(gang.pi("high", each), f"{ns}-high"))
+        marked: set[str] = set()
+        said: dict[str, Any] = {}
+
+        def high_runs_and_low_said_why() -> bool:
+            marked.update(_preempted(gang.job_pods(kube, ns, "low")) & first)
+            held = _gang_scheduled(kube, ns, "low")
+            if held is not None and held["reason"] == "PreemptionByScheduler":
+                said.update(held)
+            return bool(said) and bool(workloads.bound(gang.job_pods(kube, ns, "high")))
+
+        wait_for(high_runs_and_low_said_why, RUN_SECONDS, "high bound and low saying why")
+        runs.succeeded(kube, ns, "high")
+        high_done = time.monotonic() - began
+        left = first & {p["metadata"]["uid"] for p in gang.job_pods(kube, ns, "low")}
+        groups = {n: workloads.get(kube, "podgroups", ns, n) or {} for n in ("low", "high")}
+        runs.running(kube, ns, "low")
+        runs.open_gate(kube, ns, "low")
+        runs.succeeded(kube, ns, "low")
+    finally:
+        for name in classes:
+            kube.delete("priorityclasses", None, name)
+    assert left == set(), "a Pod of the preempted gang outlived it"
+    assert marked == first, (marked, first)  # all three, the launcher included: the gang, not one Pod
+    assert said["message"].startswith(
+        "PodGroup low (scheduling.k8s.io/v1beta1) is preempted by the scheduler"
+    )
+    assert "preempting to accommodate a higher priority" in said["message"], said
+    for name, group in groups.items():
+        assert (group["spec"]["priorityClassName"], group["spec"].get("priority")) == (
+            f"{ns}-{name}",
+            classes[f"{ns}-{name}"],
+        ), group["spec"]
+        assert group["spec"]["disruptionMode"] == {"all": {}}
+    record_property(
+        "e2e_summary",
+        f"gang preemption (1.37): 3 x {each}m low gang running; high gang arrived: {len(marked)} of 3 low"
+        f" Pods marked DisruptionTarget PreemptionByScheduler, none left; low said GangScheduled=False"
+        f" {said['reason']}: {said['message'][:160]}; high Succeeded at {high_done:.1f} s; low ran again"
+        " and Succeeded",
+    )

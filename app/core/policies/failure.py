@@ -19,10 +19,9 @@ from app.api.types import ExitCodeOperator, FailureAction, FailurePolicyRule, Re
 from app.core.observed import Exit, LauncherJobOutcome, Observed, failed_exit, newest_failed_pod
 from app.core.reasons import POD_EVICTED, REASON_DEADLINE_EXCEEDED, REASON_FAIL_JOB_RULE, REASON_MAX_RESTARTS
 from app.kube import names
+from app.kube.gang import DISRUPTION_TARGET
 from app.kube.pod_phase import PodPhase
 from app.kube.request import ObservedPod
-
-DISRUPTION_TARGET = "DisruptionTarget"
 
 
 class Cause(StrEnum):

@@ -51,6 +51,8 @@ def worker(index: int, scheduled: dict[str, str] | None = None) -> dict[str, Any
 UNPLACED = condition("PodScheduled", "False", "Unschedulable", "0/1 nodes are available: 1 Insufficient cpu.")
 GATED = condition("PodScheduled", "False", "SchedulingGated", "Scheduling is blocked")
 PLACED = condition("PodScheduled", "True")
+PREEMPTED_MESSAGE = "default-scheduler: preempting to accommodate a higher priority PodGroup"
+PREEMPTED = condition("DisruptionTarget", "True", "PreemptionByScheduler", PREEMPTED_MESSAGE)
 
 # id: (backend, PodGroup status, the workers' PodScheduled conditions, want)
 CASES: dict[str, tuple[str, dict[str, Any] | None, list[dict[str, str] | None], GangWait | None]] = {
@@ -91,6 +93,12 @@ CASES: dict[str, tuple[str, dict[str, Any] | None, list[dict[str, str] | None], 
         {"conditions": [condition("PodGroupScheduled", "False", "Unschedulable", KUBERNETES_MESSAGE)]},
         [UNPLACED, UNPLACED],
         None,
+    ),
+    "workload API: placed, then preempted whole by a higher priority gang: its Pods say so": (
+        "kubernetes",
+        {"conditions": [condition("PodGroupInitiallyScheduled", "True", "Scheduled")]},
+        [PREEMPTED, PREEMPTED],
+        GangWait("PreemptionByScheduler", f"pi-worker-0: {PREEMPTED_MESSAGE}", "preempted by the scheduler"),
     ),
     "workload API: not tried yet (no condition)": ("kubernetes", {}, [None, None], None),
     "workload API: no status": ("kubernetes", None, [None], None),
