@@ -16,6 +16,12 @@ import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
+from app.kube.gang import (
+    WORKLOAD_API_FEATURE_GATES,
+    WORKLOAD_API_OVERLAYS,
+    WORKLOAD_API_V1ALPHA2,
+    WORKLOAD_API_V1BETA1,
+)
 from tests.e2e.controlplane import find_binaries
 from tests.node.node import find_node_binaries
 from tests.support.paths import ROOT
@@ -42,20 +48,18 @@ class Release:
         return self.version.rsplit(".", 1)[0]
 
 
-V1_36 = Release(
-    "1.36.2",
-    "scheduling.k8s.io/v1alpha2",
-    "GenericWorkload=true,GangScheduling=true,TopologyAwareWorkloadScheduling=true",
-    "deploy/overlays/kubernetes-1.36",
-    built=False,
-)
-V1_37 = Release(
-    "1.37.2",
-    "scheduling.k8s.io/v1beta1",
-    "GenericWorkload=true,TopologyAwareWorkloadScheduling=true",
-    "deploy/overlays/kubernetes",
-    built=True,
-)
+def _gates(workload_api: str) -> str:
+    """What turns the Workload API on (as the doctor tells users), and topology-aware placement."""
+    gates = (*WORKLOAD_API_FEATURE_GATES[workload_api], "TopologyAwareWorkloadScheduling")
+    return ",".join(f"{gate}=true" for gate in gates)
+
+
+def _release(version: str, workload_api: str, *, built: bool) -> Release:
+    return Release(version, workload_api, _gates(workload_api), WORKLOAD_API_OVERLAYS[workload_api], built)
+
+
+V1_36 = _release("1.36.2", WORKLOAD_API_V1ALPHA2, built=False)
+V1_37 = _release("1.37.2", WORKLOAD_API_V1BETA1, built=True)
 RELEASES = {release.minor: release for release in (V1_36, V1_37)}
 
 
