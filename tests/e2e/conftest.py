@@ -28,11 +28,13 @@ import pytest
 import yaml
 
 from tests.e2e import jobs
-from tests.e2e.controlplane import ControlPlane, find_binaries, metacontroller_crds, start_control_plane
+from tests.e2e.controlplane import ControlPlane, metacontroller_crds, start_control_plane
 from tests.e2e.hook import Hook, install_caller_token
 from tests.e2e.kube import Kube, given_cluster, wait_for
 from tests.e2e.processes import Processes
+from tests.support import kubernetes_releases
 from tests.support.clusters import ns, pytest_runtest_makereport
+from tests.support.kubernetes_releases import E2E_RELEASE
 from tests.support.metacontroller_standin import served_metacontroller
 
 # From tests/support (autouse or by name): pytest finds fixtures and hooks here.
@@ -219,10 +221,18 @@ def _own_control_plane(workdir: Path, bin_dir: Path) -> tuple[Kube, ControlPlane
     return kube, plane
 
 
+def _release_binaries() -> tuple[Path | None, str]:
+    """The control plane of the release the suite runs on (``MPI_HOOK_E2E_KUBERNETES``, else 1.36.2)."""
+    reason = kubernetes_releases.missing(E2E_RELEASE)
+    if reason:
+        return None, reason
+    return kubernetes_releases.binaries(E2E_RELEASE)[0], ""
+
+
 @pytest.fixture(scope="session")
 def e2e(tmp_path_factory: pytest.TempPathFactory) -> Iterator[E2E]:
     kubeconfig = os.environ.get("MPI_HOOK_E2E_KUBECONFIG")
-    bin_dir, reason = (None, "") if kubeconfig else find_binaries()
+    bin_dir, reason = (None, "") if kubeconfig else _release_binaries()
     if not kubeconfig and bin_dir is None:
         pytest.skip(f"e2e: {reason}")
     workdir = tmp_path_factory.mktemp("mpi-hook-e2e")
