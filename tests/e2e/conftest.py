@@ -28,7 +28,7 @@ import pytest
 import yaml
 
 from tests.e2e import jobs
-from tests.e2e.controlplane import ControlPlane, metacontroller_crds, start_control_plane
+from tests.e2e.controlplane import ControlPlane, find_binaries, metacontroller_crds, start_control_plane
 from tests.e2e.hook import Hook, install_caller_token
 from tests.e2e.kube import Kube, given_cluster, wait_for
 from tests.e2e.processes import Processes
@@ -222,7 +222,10 @@ def _own_control_plane(workdir: Path, bin_dir: Path) -> tuple[Kube, ControlPlane
 
 
 def _release_binaries() -> tuple[Path | None, str]:
-    """The control plane of the release the suite runs on (``MPI_HOOK_E2E_KUBERNETES``, else 1.36.2)."""
+    """The control plane of the release the suite runs on (``MPI_HOOK_E2E_KUBERNETES``, else 1.36.2: the
+    control-plane tarball alone, or ``MPI_HOOK_E2E_BIN_DIR``, as before there were two releases)."""
+    if not E2E_RELEASE.built:
+        return find_binaries()
     reason = kubernetes_releases.missing(E2E_RELEASE)
     if reason:
         return None, reason
