@@ -23,12 +23,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 
 from tests.e2e import jobs
-from tests.e2e.controlplane import ControlPlane, find_binaries, metacontroller_crds, start_control_plane
+from tests.e2e.controlplane import ControlPlane, find_binaries, start_control_plane, with_metacontroller_crds
 from tests.e2e.hook import Hook, install_caller_token
 from tests.e2e.kube import Kube, given_cluster, wait_for
 from tests.e2e.processes import Processes
@@ -211,14 +210,11 @@ def _own_control_plane(workdir: Path, bin_dir: Path) -> tuple[Kube, ControlPlane
     except RuntimeError:
         # A free port taken by someone else between our probe and the server's bind: once more, new ports.
         plane = start_control_plane(bin_dir, workdir / "plane-retry")
-    client = httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=30)
-    kube = Kube(client, plane.kubeconfig)
-    crds = metacontroller_crds(bin_dir)
-    if crds is None:
+    try:
+        return with_metacontroller_crds(plane), plane
+    except BaseException:
         plane.stop()
-        raise RuntimeError("metacontroller-crds-v1.yaml not found next to the binaries or the tarball")
-    kube.kubectl("apply", "--server-side", "-f", str(crds))
-    return kube, plane
+        raise
 
 
 def _release_binaries() -> tuple[Path | None, str]:

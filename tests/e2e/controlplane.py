@@ -24,6 +24,9 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import httpx
+
+from tests.e2e.kube import Kube
 from tests.e2e.pki import Pki, make_pki
 from tests.e2e.processes import Processes, Started, free_port, http_ok, wait_until_ready
 
@@ -325,6 +328,17 @@ def start_control_plane(bin_dir: Path, workdir: Path, options: Options | None = 
         plane.stop()
         raise
     return plane
+
+
+def with_metacontroller_crds(plane: ControlPlane) -> Kube:
+    """A client of ``plane``, with Metacontroller's CRDs installed (Metacontroller starts once its
+    CompositeControllers are there)."""
+    kube = Kube(httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=30), plane.kubeconfig)
+    crds = metacontroller_crds(plane.bin_dir)
+    if crds is None:
+        raise RuntimeError("metacontroller-crds-v1.yaml not found next to the binaries or the tarball")
+    kube.kubectl("apply", "--server-side", "-f", str(crds))
+    return kube
 
 
 def upgrade(plane: ControlPlane, bin_dir: Path, options: Options) -> None:

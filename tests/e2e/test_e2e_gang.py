@@ -21,12 +21,11 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 
 from tests.e2e import jobs
-from tests.e2e.controlplane import ControlPlane, find_binaries, metacontroller_crds, start_control_plane
+from tests.e2e.controlplane import ControlPlane, find_binaries, start_control_plane, with_metacontroller_crds
 from tests.e2e.hook import Hook, install_caller_token
 from tests.e2e.kube import ApiError, Kube, finish_pod, run_pod, wait_for
 from tests.e2e.processes import Processes
@@ -98,11 +97,7 @@ def gang(tmp_path_factory: pytest.TempPathFactory) -> Iterator[Gang]:
     workdir = tmp_path_factory.mktemp("mpi-hook-e2e-gang")
     plane = start_control_plane(bin_dir, workdir)
     try:
-        client = httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=30)
-        kube = Kube(client, plane.kubeconfig)
-        crds = metacontroller_crds(bin_dir)
-        assert crds is not None, "metacontroller-crds-v1.yaml not found next to the binaries"
-        kube.kubectl("apply", "--server-side", "-f", str(crds))
+        kube = with_metacontroller_crds(plane)
         install_crds(kube)
         caller = install_caller_token(kube, workdir)
         hooks = {}

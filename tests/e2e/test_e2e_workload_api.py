@@ -18,13 +18,18 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import httpx
 import pytest
 import yaml
 
 from app.kube.gang import WORKLOAD_SCHEDULED_CONDITIONS
 from tests.e2e import jobs
-from tests.e2e.controlplane import ControlPlane, Options, metacontroller_crds, start_control_plane, upgrade
+from tests.e2e.controlplane import (
+    ControlPlane,
+    Options,
+    start_control_plane,
+    upgrade,
+    with_metacontroller_crds,
+)
 from tests.e2e.hook import Hook, install_caller_token
 from tests.e2e.kube import ApiError, Kube, finish_pod, run_pod, wait_for
 from tests.e2e.processes import Processes, Started
@@ -78,11 +83,7 @@ def start(release: Release, workdir: Path) -> Cluster:
     bin_dir, node_bin = kubernetes_releases.binaries(release)
     plane = start_control_plane(bin_dir, workdir / "plane", _options(release))
     try:
-        client = httpx.Client(base_url=plane.server, verify=plane.ssl_context(), timeout=30)
-        kube = Kube(client, plane.kubeconfig)
-        crds = metacontroller_crds(bin_dir)
-        assert crds is not None, "metacontroller-crds-v1.yaml not found next to the binaries"
-        kube.kubectl("apply", "--server-side", "-f", str(crds))
+        kube = with_metacontroller_crds(plane)
         kube.kubectl("apply", "--server-side", "-k", str(ROOT / "crds"))
         settings = {"MPI_OPERATOR_GANG_SCHEDULING": "kubernetes", **install_caller_token(kube, workdir)}
         (workdir / "hook").mkdir()
