@@ -119,10 +119,23 @@ def remove(kube: Kube, names: set[str]) -> None:
     def force_delete() -> bool:
         left = bound_to(kube, names)
         for pod in left:
-            kube.delete("pods", pod["metadata"]["namespace"], pod["metadata"]["name"], grace=0)
+            meta = pod["metadata"]
+            if "deletionTimestamp" in meta and meta.get("finalizers"):
+                # A Job's tracking finalizer waits for the Job controller, which may be slow to come to a
+                # Pod that will never run: the Pod is going, and what it tracked is going with it.
+                with contextlib.suppress(ApiError):
+                    kube.patch("pods", meta["namespace"], meta["name"], {"metadata": {"finalizers": None}})
+            kube.delete("pods", meta["namespace"], meta["name"], grace=0)
         return not left
 
-    wait_for(force_delete, 60, lambda: f"Pods bound to {sorted(names)} deleted")
+    def left() -> str:
+        metas = [p["metadata"] for p in bound_to(kube, names)]
+        return f"Pods bound to {sorted(names)} deleted; left: " + "; ".join(
+            f"{m['namespace']}/{m['name']} {m.get('finalizers')} deleting={'deletionTimestamp' in m}"
+            for m in metas
+        )
+
+    wait_for(force_delete, 60, left)
 
 
 @contextmanager
