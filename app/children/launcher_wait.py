@@ -30,6 +30,8 @@ DEFAULT_WAIT_SECONDS = 300
 MAX_WAIT_SECONDS = 86_400
 # Hosts checked at once (each check is one ssh process).
 _PARALLEL = 16
+# The container's command is ``sh -c SCRIPT NAME BOUND SELF [RESOLVE]``: where SELF, the host skipped, is.
+SELF_HOST_ARG = 5
 
 # POSIX sh. $1: the bound in seconds; $2: the launcher's own host name (runLauncherAsWorker), or "-" for
 # none (the apiserver keeps "" in a list, but the hook emits no empty strings), skipped: its
@@ -135,10 +137,13 @@ def wait_seconds(job: Job) -> int:
 _COPIED = ("image", "imagePullPolicy", "env", "envFrom", "volumeMounts", "securityContext", "resources")
 
 
-def with_wait_for_workers(spec: dict[str, Any], job: Job) -> dict[str, Any]:
+def with_wait_for_workers(
+    spec: dict[str, Any], job: Job, *, self_host: str | None = None, ordered: bool | None = None
+) -> dict[str, Any]:
     """Append ``wait-for-workers`` to the launcher's ``initContainers`` (after the user's own, so their set-up
     and native sidecars run first), made from the decorated first container. Its ``resources`` are the first
     container's: the Pod's effective request stays the containers' sum, and quotas that require limits pass.
+    ``self_host`` and ``ordered`` say otherwise than the hook's own launcher (a converted job on Trainer).
     """
     bound = wait_seconds(job)
     containers = spec.get("containers") or []
@@ -148,8 +153,10 @@ def with_wait_for_workers(spec: dict[str, Any], job: Job) -> dict[str, Any]:
     if bound == 0 or not containers or names.WAIT_FOR_WORKERS_CONTAINER in taken:
         return spec
     first = containers[0]
-    self_host = names.launcher_name(job.name) if job.run_launcher_as_worker else "-"
-    ordered = asks_topology_order(job.metadata.annotations)
+    if self_host is None:
+        self_host = names.launcher_name(job.name) if job.run_launcher_as_worker else "-"
+    if ordered is None:
+        ordered = asks_topology_order(job.metadata.annotations)
     script = ORDERED_SCRIPT if ordered else SCRIPT
     command = ["sh", "-c", script, names.WAIT_FOR_WORKERS_CONTAINER, str(bound), self_host]
     if job.mpi_implementation != MPIImplementation.OPENMPI:

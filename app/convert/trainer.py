@@ -46,6 +46,10 @@ RESERVED_ENV = frozenset(
 # ``ssh-publickey``). It mounts the private key with mode 0640 at sshAuthMountPath, which ssh refuses when
 # it owns the file: as root (#3649).
 SSH_SECRET_SUFFIX = "-mpi-ssh-auth"
+# The volumes Trainer adds to every MPI Pod (the hostfile ConfigMap's, the SSH key Secret's), mounted into
+# the ``node`` container only.
+HOSTFILE_VOLUME = "mpi-hostfile"
+SSH_AUTH_VOLUME = "mpi-ssh-auth"
 
 # pkg/runtime/core/trainingruntime.go: the launcher's Pod count is the runtime's mlPolicy.numNodes (the
 # TrainJob's numNodes sizes the ``node`` job only), so a runtime for MPI keeps it at 1.
@@ -72,8 +76,13 @@ def ssh_secret_name(trainjob: str) -> str:
     return f"{trainjob}{SSH_SECRET_SUFFIX}"
 
 
+def launcher_host(trainjob: str) -> str:
+    """The launcher Pod's host name (JobSet: ``<jobset>-<replicated job>-<job index>-<pod index>``)."""
+    return f"{trainjob}-{LAUNCHER_JOB}-0-0"
+
+
 def longest_pod_name(trainjob: str, nodes: int) -> int:
     """The longest Pod name JobSet will generate for this TrainJob (``nodes`` node Pods), suffix included."""
-    launcher = f"{trainjob}-{LAUNCHER_JOB}-0-0"
+    launcher = launcher_host(trainjob)
     node = f"{trainjob}-{NODE_JOB}-0-{max(nodes, 1) - 1}"
     return max(len(launcher), len(node)) + POD_NAME_RANDOM_SUFFIX

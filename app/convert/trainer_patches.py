@@ -17,6 +17,7 @@ from app.api.defaults import DEFAULT_SSH_AUTH_MOUNT_PATH, Job
 from app.api.limits import INT32_MAX
 from app.api.types import LauncherCreationPolicy, RestartPolicy
 from app.children import pods
+from app.children.launcher_wait import SELF_HOST_ARG
 from app.children.workers import DEFAULT_WORKER_COMMAND
 from app.convert import trainer
 from app.convert.conversion import ConvertError, as_object
@@ -28,6 +29,7 @@ from app.convert.trainer_notes import (
     renamed_container_notes,
 )
 from app.convert.trainer_runtime import base_pod_template
+from app.kube import names
 
 _POD_FIELDS = (
     "serviceAccountName", "nodeSelector", "affinity", "tolerations", "volumes", "imagePullSecrets",
@@ -68,6 +70,8 @@ def fit_runtime(job: Job, runtime: dict[str, Any]) -> RuntimeFit:
     }
     bases = {name: _defaulted(as_object(as_object(jobs[name].get("template")).get("spec")).get("template"))
              for name in wanted}  # fmt: skip
+    _refuse(ref, _wait_problems(job, bases[trainer.LAUNCHER_JOB]))
+    bases[trainer.LAUNCHER_JOB] = _without_wait(bases[trainer.LAUNCHER_JOB])
     train = _trainer_fields(wanted[trainer.LAUNCHER_JOB], bases[trainer.LAUNCHER_JOB])
     patches = {name: _pod_patch(wanted[name], bases[name]) for name in wanted}
     problems = []
@@ -153,6 +157,34 @@ def _jobset_problems(spec: dict[str, Any], jobs: dict[str, dict[str, Any]]) -> l
             " (kubeflow/mpi-operator#608)"
         )
     return problems
+
+
+def _waits(template: dict[str, Any]) -> list[dict[str, Any]]:
+    init = as_object(template.get("spec")).get("initContainers") or []
+    return [as_object(c) for c in init if as_object(c).get("name") == names.WAIT_FOR_WORKERS_CONTAINER]
+
+
+def _without_wait(template: dict[str, Any]) -> dict[str, Any]:
+    """A launcher template without the wait a runtime derived by ``mpijob convert`` carries: it stays the
+    runtime's, and works for any TrainJob (it reads the hostfile Trainer mounts)."""
+    if not _waits(template):
+        return template
+    spec = as_object(template.get("spec"))
+    init = [c for c in spec.get("initContainers") or [] if as_object(c) not in _waits(template)]
+    return {**template, "spec": {**spec, "initContainers": init}}
+
+
+def _wait_problems(job: Job, template: dict[str, Any]) -> list[str]:
+    """The one thing in the wait that names a job: the launcher's own host, skipped with runLauncherAsNode."""
+    host = trainer.launcher_host(job.name) if job.run_launcher_as_worker else "-"
+    for wait in _waits(template):
+        command = [str(a) for a in wait.get("command") or []]
+        skipped = command[SELF_HOST_ARG] if len(command) > SELF_HOST_ARG else "-"
+        if skipped != host:
+            return [
+                f"its {names.WAIT_FOR_WORKERS_CONTAINER} skips host {skipped}, this job's launcher is {host}"
+            ]
+    return []
 
 
 def _defaulted(template: Any) -> dict[str, Any]:

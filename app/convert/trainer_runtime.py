@@ -12,7 +12,12 @@ values). Where Trainer would do something else, the template says what the hook 
 * a worker that dies fails the job, as it ends the MPIJob's ``mpirun``, instead of being replaced
   (``backoffLimit: 0`` on the node Job; with ``restartPolicy: OnFailure`` the kubelet restarts it in place
   without limit, as for the MPIJob's bare Pod);
-* the JobSet succeeds when the launcher does, and then deletes the nodes still running.
+* the JobSet succeeds when the launcher does, and then deletes the nodes still running;
+* a launcher created at start-up waits, as the hook's, until every node answers ssh (``wait-for-workers``,
+  app.children.launcher_wait) before ``mpirun``. Without it Trainer's launcher meets nodes still starting
+  and fails until they answer: on the real node examples/pi restarted twice (a ``backoffLimit`` of 1 fails
+  the job) and began ``mpirun`` 13 s later than under the hook. Trainer mounts its hostfile and key into the
+  ``node`` container only; the wait mounts the same volumes, by the names Trainer gives them.
 """
 
 from __future__ import annotations
@@ -25,6 +30,7 @@ from app.api.limits import INT32_MAX
 from app.api.types import LauncherCreationPolicy, RestartPolicy
 from app.children import pods
 from app.children.launcher_job import launcher_env
+from app.children.launcher_wait import with_wait_for_workers
 from app.children.podgroup import VOLCANO_QUEUE_ANNOTATION, gang_job, volcano_queue
 from app.children.workers import DEFAULT_WORKER_COMMAND
 from app.convert import trainer
@@ -108,8 +114,28 @@ def _launcher_job(job: Job, gang: GangScheduler | None, failures: FailureMapping
     # As the hook's launcher Job: a new launcher Pod only once the old one is gone, never two mpiruns.
     spec["podReplacementPolicy"] = "Failed"
     _add_pod_failure_policy(spec, failures, trainer.LAUNCHER_JOB)
-    spec["template"] = pod_template(job, job.launcher_spec, env, None, gang)
+    template = pod_template(job, job.launcher_spec, env, None, gang)
+    if job.launcher_creation_policy != LauncherCreationPolicy.WAIT_FOR_WORKERS_READY:
+        template = {**template, "spec": _with_wait_for_workers(template["spec"], job)}
+    spec["template"] = template
     return spec
+
+
+def _with_wait_for_workers(spec: dict[str, Any], job: Job) -> dict[str, Any]:
+    """The hook's wait (see the module docstring), reading the hostfile and SSH key from the volumes Trainer
+    adds to the Pod (at /root/.ssh: the template's own key); not ordered, Trainer's hostfile is in index
+    order. By volume name, not by the TrainJob's objects: the runtime runs any TrainJob that names it."""
+    self_host = trainer.launcher_host(job.name) if job.run_launcher_as_worker else "-"
+    waits = with_wait_for_workers(spec, job, self_host=self_host, ordered=False)
+    if len(waits.get("initContainers") or []) == len(spec.get("initContainers") or []):
+        return spec  # not added: turned off by the job's annotation (0), or a container of that name
+    *init, wait = waits["initContainers"]
+    mounts = [{"name": trainer.HOSTFILE_VOLUME, "mountPath": names.CONFIG_MOUNT_PATH}]
+    if job.ssh_auth_mount_path != DEFAULT_SSH_AUTH_MOUNT_PATH:
+        mounts.append({"name": trainer.SSH_AUTH_VOLUME, "mountPath": job.ssh_auth_mount_path})
+    # A copy: the wait shares the launcher's values, which YAML would write as anchors and aliases.
+    wait = copy.deepcopy({**wait, "volumeMounts": [*(wait.get("volumeMounts") or []), *mounts]})
+    return {**waits, "initContainers": [*init, wait]}
 
 
 def _node_job(job: Job, gang: GangScheduler | None, failures: FailureMapping) -> dict[str, Any]:

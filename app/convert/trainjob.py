@@ -28,6 +28,7 @@ from app.convert.trainer_notes import derived_notes, order_notes, workload_api_n
 from app.convert.trainer_patches import RuntimeFit, fit_runtime
 from app.convert.trainer_runtime import derived_runtime
 from app.kube.gang import GangScheduler, gang_scheduler
+from app.kube.names import KUBECTL_LAST_APPLIED_ANNOTATION
 
 
 @dataclass(frozen=True)
@@ -124,6 +125,11 @@ def _trainjob(job: Job, obj: dict[str, Any], fit: RuntimeFit) -> dict[str, Any]:
         spec["activeDeadlineSeconds"] = policy.active_deadline_seconds
     if policy.managed_by == MULTIKUEUE_CONTROLLER:
         spec["managedBy"] = MULTIKUEUE_CONTROLLER
-    source = obj.get("metadata") or {}
+    source = dict(obj.get("metadata") or {})
+    # An MPIJob read from the cluster (kubectl get -o yaml) carries kubectl's copy of its own manifest.
+    kept = {
+        k: v for k, v in (source.get("annotations") or {}).items() if k != KUBECTL_LAST_APPLIED_ANNOTATION
+    }
+    source["annotations"] = kept
     metadata = {k: source[k] for k in ("name", "namespace", "labels", "annotations") if source.get(k)}
     return {"apiVersion": trainer.API_VERSION, "kind": trainer.TRAINJOB, "metadata": metadata, "spec": spec}

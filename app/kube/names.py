@@ -32,6 +32,8 @@ RESTART_ATTEMPT_ENV = "MPIJOB_RESTART_ATTEMPT"
 # Metacontroller adds this label to every child (generateSelector); a user copy would abort the sync.
 CONTROLLER_UID_LABEL = "controller-uid"
 LAST_APPLIED_ANNOTATION = "metacontroller.k8s.io/last-applied-configuration"
+# kubectl apply's copy of what was applied: about the object it is on, never to be carried to another.
+KUBECTL_LAST_APPLIED_ANNOTATION = "kubectl.kubernetes.io/last-applied-configuration"
 
 LAUNCHER = "launcher"
 WORKER = "worker"

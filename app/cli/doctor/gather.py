@@ -35,7 +35,7 @@ _KINDS = {
     **{f"{PODGROUPS}.{version.split('/')[0]}": ("PodGroup",) for version in PODGROUP_API_VERSIONS},
     workload_api.CONTROLLERS: ("CompositeController",),
 }
-_DROPPED_ANNOTATIONS = (names.LAST_APPLIED_ANNOTATION, "kubectl.kubernetes.io/last-applied-configuration")
+_DROPPED_ANNOTATIONS = (names.LAST_APPLIED_ANNOTATION, names.KUBECTL_LAST_APPLIED_ANNOTATION)
 
 
 def gather(reader: Reader, namespace: str, name: str, now: str) -> Snapshot:

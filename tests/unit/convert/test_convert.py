@@ -15,6 +15,7 @@ import pytest
 import yaml
 
 from app.api.lint import Severity, lint_manifest
+from app.cli.yamlio import dump_all
 from app.convert.mpijob import ConvertError, to_v2beta1
 from app.convert.trainjob import to_trainjob
 from tests.packaging.test_crd import crd_admission
@@ -248,7 +249,7 @@ def _convert(path: Path, to: str) -> tuple[dict[str, Any], list[str]]:
 def test_golden_conversions(name: str, update_golden: bool) -> None:
     path, to = CASES[name]
     result = to_v2beta1(load(path)) if to == "v2beta1" else to_trainjob(load(path))
-    text = yaml.safe_dump_all([*result.prerequisites, result.obj], sort_keys=False)
+    text = dump_all([*result.prerequisites, result.obj])  # as `mpijob convert` prints it
     text += "".join(f"# note: {n}\n" for n in result.notes)
     path = GOLDEN / f"{name}.yaml"
     if update_golden:

@@ -22,7 +22,8 @@ import yaml
 
 from app.api.defaults import with_defaults
 from app.api.hostfile_order_annotations import ORDER_ANNOTATION
-from app.api.types import MPIJob, ReplicaType
+from app.api.types import LauncherCreationPolicy, MPIJob, ReplicaType
+from app.children import launcher_wait
 from app.convert.mpijob import Conversion, ConvertError, to_v2beta1
 from app.convert.trainjob import Target, to_trainjob
 from app.core.observed import Exit
@@ -35,6 +36,7 @@ from tests.support.trainer_model import Made, jobset_decision, make, pod_failure
 from tests.support.trainer_variants import EXAMPLES, PI, REFUSED_EXAMPLES, ROOT, VARIANTS, Variant, load
 from tests.unit.cli.test_cli import mpijob, objects
 
+PI_AS_WORKER = next(v for v in VARIANTS if v.name == "launcher-as-worker")
 CASES = [Variant(p.stem, p) for p in EXAMPLES if p.name not in REFUSED_EXAMPLES] + VARIANTS
 IDS = [case.name for case in CASES]
 # What the hook adds to its Pods that a Trainer runtime does not (each one documented in docs/migration.md):
@@ -43,9 +45,9 @@ HOOK_ONLY = {
     "pod": ("hostname", "subdomain", "dnsConfig"),
     # the kubelet keeps the log's tail for the hook's Failed message.
     "container": ("terminationMessagePolicy",),
-    "init_container": "wait-for-workers",
     "label_prefixes": ("training.kubeflow.org/", "mpi-operator-hook/"),
 }
+WAIT = "wait-for-workers"
 # On an existing runtime, the env the hook adds is the runtime's (a note says so).
 HOOK_ENV = re.compile(r"^(K_MPI_JOB_ROLE|PRTE_MCA_.*|NVIDIA_VISIBLE_DEVICES|NVIDIA_DRIVER_CAPABILITIES)$")
 # ...and what Trainer needs differently: the MPI container (the first) is named ``node``.
@@ -116,9 +118,8 @@ def essentials(template: dict[str, Any], ssh_path: str, hook: bool, hook_env: bo
     if hook:
         for key in HOOK_ONLY["pod"]:
             spec.pop(key, None)
-        spec["initContainers"] = [
-            c for c in spec.get("initContainers") or [] if c["name"] != HOOK_ONLY["init_container"]
-        ]
+    # Compared on its own (test_a_launcher_created_at_start_up_waits_for_the_nodes_as_under_the_hook).
+    spec["initContainers"] = [c for c in spec.get("initContainers") or [] if c["name"] != WAIT]
     metadata = template.get("metadata") or {}
     labels = {
         k: v
@@ -451,3 +452,64 @@ def test_the_workload_api_is_not_carried_and_says_so() -> None:
     assert "Trainer v2.3's podGroupPolicy has no Workload policy" in note and "'rack'" in note
     with pytest.raises(ConvertError, match="goes without --runtime"):
         to_trainjob(job, Target(shipped_runtime("deepspeed_distributed.yaml"), "kubernetes"))
+
+
+def _wait(template: dict[str, Any]) -> list[dict[str, Any]]:
+    return [c for c in template["spec"].get("initContainers") or [] if c["name"] == WAIT]
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_a_launcher_created_at_start_up_waits_for_the_nodes_as_under_the_hook(case: Variant) -> None:
+    """The hook's wait-for-workers, its script unordered (Trainer's hostfile is in index order), skipping
+    Trainer's launcher host with runLauncherAsWorker, reading the hostfile and key from the volumes Trainer
+    adds (at /root/.ssh: the runtime's own 0600 key) in the Pod Trainer makes."""
+    result = convert(case)
+    made, _ = trainer_made(case, result)
+    job = with_defaults(MPIJob.model_validate(to_v2beta1(case.job()).obj))
+    launcher = made.pod_sets["launcher"].template
+    if case.runtime or job.launcher_creation_policy == LauncherCreationPolicy.WAIT_FOR_WORKERS_READY:
+        assert _wait(launcher) == []
+        return
+    (wait,) = _wait(launcher)
+    (hooks,) = _wait(hook_children(case)["launcher"])
+    own = f"{job.name}-launcher-0-0" if job.run_launcher_as_worker else "-"
+    assert wait["command"] == [*hooks["command"][:2], launcher_wait.SCRIPT, WAIT, hooks["command"][4], own]
+    # The rest as under the hook, but for the env and mounts Trainer gives the node container only: the
+    # wait's env is the launcher's as the runtime writes it.
+    mine = ("command", "volumeMounts", "env")
+    assert {k: v for k, v in wait.items() if k not in mine} == {
+        k: v for k, v in hooks.items() if k not in mine
+    }
+    runtime_launcher = result.prerequisites[0]["spec"]["template"]["spec"]["replicatedJobs"]
+    (written,) = [j for j in runtime_launcher if j["name"] == "launcher"]
+    node = written["template"]["spec"]["template"]["spec"]["containers"][0]
+    assert wait.get("env") == node.get("env")
+    mounts = {m["mountPath"]: m["name"] for m in wait["volumeMounts"]}
+    key = "ssh-auth" if job.ssh_auth_mount_path == "/root/.ssh" else "mpi-ssh-auth"
+    assert {p: mounts.get(p) for p in ("/etc/mpi", job.ssh_auth_mount_path)} == {
+        "/etc/mpi": "mpi-hostfile",
+        job.ssh_auth_mount_path: key,
+    }
+    volumes = {v["name"] for v in launcher["spec"]["volumes"]}
+    assert set(mounts.values()) <= volumes, (mounts, volumes)
+
+
+def test_a_runtime_derived_for_another_job_is_refused_when_its_wait_skips_another_launcher() -> None:
+    job = PI_AS_WORKER.job()
+    derived = to_trainjob(job, Target(None, "")).prerequisites[0]
+    other = copy.deepcopy(job)
+    other["metadata"]["name"] = "other"
+    expected = "skips host launcher-as-worker-launcher-0-0, this job's launcher is other-launcher-0-0"
+    with pytest.raises(ConvertError, match=expected):
+        to_trainjob(other, Target(derived, ""))
+
+
+def test_a_job_read_from_the_cluster_keeps_its_annotations_but_not_kubectls_copy_of_itself() -> None:
+    job = load(PI)
+    job["metadata"].update(
+        namespace="team-a", uid="u", resourceVersion="7", managedFields=[{"manager": "kubectl"}],
+        annotations={"kubectl.kubernetes.io/last-applied-configuration": "{}", "team": "hpc"},
+    )  # fmt: skip
+    job["status"] = {"conditions": [{"type": "Running", "status": "True"}]}
+    metadata = to_trainjob(job, Target(None, "")).obj["metadata"]
+    assert metadata == {"name": "pi", "namespace": "team-a", "annotations": {"team": "hpc"}}
