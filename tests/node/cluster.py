@@ -16,6 +16,7 @@ import time
 from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 from typing import TypeVar
 
@@ -29,9 +30,10 @@ from tests.e2e.controlplane import (
     start_control_plane,
 )
 from tests.e2e.kube import Kube, wait_for
-from tests.node import kueue, recipes
+from tests.node import neighbours, recipes
 from tests.node.containerd import PAUSE_IMAGE, Containerd, remove_cgroups, unmount_under
 from tests.node.images import CACHE, Builder, Recipe, build_all
+from tests.node.neighbours import Built
 from tests.node.network import Network
 from tests.node.node import KUBELET_CGROUP, NODE_NAME, NODE_PROCESSES, PAUSE_ARCHIVE, Node
 from tests.support import kubernetes_releases
@@ -73,16 +75,20 @@ class Cluster:
     kube: Kube | None = None
     timings: dict[str, float] = field(default_factory=dict)
     archives: dict[str, Path] = field(default_factory=dict)
-    # Kueue's program, built from its Go module while the node starts (cached: a no-op when warm).
-    kueue_build: Future[kueue.KueueBuild] | None = None
+    # The neighbours' programs (neighbours.NAMES), built from their Go modules while the node starts, one
+    # after another (cached: a no-op when warm).
+    builds: dict[str, Future[Built]] = field(default_factory=dict)
     _node_up: threading.Event = field(default_factory=threading.Event)
 
     def start(self) -> Kube:
         tarballs, _ = find_binaries()  # Metacontroller's image: the same program whatever the release
         assert tarballs is not None
+        builds = ThreadPoolExecutor(max_workers=1)  # not waited for here: each test module waits for its own
+        for name in neighbours.NAMES:
+            self.builds[name] = builds.submit(self._timed, f"{name} built", partial(neighbours.build, name))
+        builds.shutdown(wait=False)
         with ThreadPoolExecutor(max_workers=2) as pool:
             images = pool.submit(self._build, tarballs)
-            self.kueue_build = pool.submit(self._timed, "kueue built", kueue.build)
             # Built from its Go module for 1.37 (once per machine) while the images build.
             bin_dir, node_bin = self._timed(
                 f"kubernetes {NODE_RELEASE.version} binaries",

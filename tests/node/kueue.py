@@ -1,10 +1,8 @@
 """Kueue itself beside the hook on the real node: its controller manager and webhooks, as Kueue ships them.
 
-- **Built** from its Go module by ``scripts/build-neighbour kueue`` (pinned there; cached outside the clone by
-  version), then put alone in an image here (``recipe``), as Kueue's own image is: the static program at
-  ``/manager``, run as a non-root user.
-- **Installed** from Kueue's own kustomize tree (``config/default`` of the module download, read-only, never
-  copied into the project) through an overlay written at test time: our image with ``IfNotPresent`` (nothing
+- **Built** from its Go module and put alone in an image as every neighbour is (neighbours.py).
+- **Installed** from Kueue's own kustomize tree (``config/default`` of the module download) through an
+  overlay written at test time: our image with ``IfNotPresent`` (nothing
   can be pulled here), a smaller CPU request (the node has 2 CPUs), and a configuration of our own
   (``CONFIGURATION``: the MPIJob and Job integrations, the readiness timeout of the waitForPodsReady
   scenario).
@@ -12,29 +10,27 @@
   patches them into its webhook configurations and CRDs, as on any cluster without cert-manager.
   Left out: the visibility API (an ``APIService``; an aggregated API the apiserver could not reach for as
   long as Kueue starts would make discovery fail for every other client of this shared cluster).
-- **Removed** at the end: webhooks first (so that nothing is refused while Kueue goes), then its program,
-  then the finalizers only Kueue would remove from what is left, then the rest; the CRDs take every Kueue
-  object with them.
+- **Removed** at the end as every neighbour is (``neighbours.uninstall``); the CRDs take every Kueue object
+  with them.
 """
 
 from __future__ import annotations
 
+import copy
 import os
-import subprocess
-import tempfile
 from collections.abc import Iterator
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from app.cli.doctor.queueing import JOB_UID_LABEL
-from tests.e2e.kube import Kube, wait_for
-from tests.node.images import ROOT, Recipe
+from tests.e2e.kube import Kube
+from tests.node import neighbours
+from tests.node.images import Recipe
+from tests.node.neighbours import Built
 
-BUILD = ROOT / "scripts" / "build-neighbour"
 NAMESPACE = "kueue-system"
 DEPLOYMENT = "kueue-controller-manager"
 PRIORITY_LABEL = "kueue.x-k8s.io/priority-class"
@@ -63,42 +59,29 @@ CONFIGURATION = {
 }
 
 
-@dataclass(frozen=True)
-class KueueBuild:
-    """What ``scripts/build-neighbour kueue`` printed: the release, the cached program, the module's files."""
-
-    version: str
-    binary: Path
-    module: Path
-
-    @property
-    def image(self) -> str:
-        return f"registry.k8s.io/kueue/kueue:{self.version}"
+def image(built: Built) -> str:
+    return f"registry.k8s.io/kueue/kueue:{built.version}"
 
 
-def build() -> KueueBuild:
-    """Run the project's build script (a no-op on a warm cache); RuntimeError with its words if it fails."""
-    done = subprocess.run([str(BUILD), "kueue"], capture_output=True, text=True, timeout=3600, check=False)
-    if done.returncode != 0:
-        raise RuntimeError(f"scripts/build-neighbour kueue failed ({done.returncode}): {done.stderr[-2000:]}")
-    said = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
-    return KueueBuild(said["version"], Path(said["binary"]), Path(said["module"]))
+def build() -> Built:
+    return neighbours.build("kueue")
 
 
-def recipe(built: KueueBuild) -> Recipe:
-    """Kueue's program alone in an image, at the path its Deployment runs (``/manager``), non-root."""
-    return Recipe(
-        name="kueue",
-        containerfile=('FROM scratch\nCOPY kueue /manager\nUSER 65532:65532\nENTRYPOINT ["/manager"]\n'),
-        context={"kueue": built.binary},
-        names=(built.image,),
-    )
+def recipe(built: Built) -> Recipe:
+    return neighbours.recipe(built, image(built))
 
 
-def _overlay(built: KueueBuild, directory: Path) -> None:
+def with_frameworks(*frameworks: str) -> dict[str, Any]:
+    """CONFIGURATION with other integrations (``trainer.kubeflow.org/trainjob`` for converted jobs)."""
+    changed = copy.deepcopy(CONFIGURATION)
+    changed["integrations"] = {"frameworks": list(frameworks)}
+    return changed
+
+
+def _overlay(built: Built, directory: Path, configuration: dict[str, Any]) -> None:
     """A kustomization over the module's ``config/default``: our image, never pulled, a smaller request."""
-    (directory / "controller_manager_config.yaml").write_text(yaml.safe_dump(CONFIGURATION))
-    name, tag = built.image.rsplit(":", 1)
+    (directory / "controller_manager_config.yaml").write_text(yaml.safe_dump(configuration))
+    name, tag = image(built).rsplit(":", 1)
     kustomization = {
         # kustomize takes no absolute path: the module's folder relative to this one.
         "resources": [os.path.relpath(built.module / "config" / "default", directory)],
@@ -121,67 +104,16 @@ def _overlay(built: KueueBuild, directory: Path) -> None:
     (directory / "kustomization.yaml").write_text(yaml.safe_dump(kustomization))
 
 
-def manifests(built: KueueBuild) -> list[dict[str, Any]]:
+def manifests(built: Built, configuration: dict[str, Any] = CONFIGURATION) -> list[dict[str, Any]]:
     """Kueue's objects as ``kubectl kustomize`` renders them from its own tree, without the visibility API."""
-    with tempfile.TemporaryDirectory(prefix="kueue-overlay-") as scratch:
-        _overlay(built, Path(scratch))
-        done = subprocess.run(
-            ["kubectl", "kustomize", scratch], capture_output=True, text=True, timeout=120, check=False
-        )
-    if done.returncode != 0:
-        raise AssertionError(f"kubectl kustomize over Kueue's config/default failed:\n{done.stderr}")
-    objects = [o for o in yaml.safe_load_all(done.stdout) if o]
+    objects = neighbours.kustomize(lambda directory: _overlay(built, directory, configuration))
     return [o for o in objects if o["kind"] != "APIService"]
 
 
 def install(kube: Kube, objects: list[dict[str, Any]]) -> None:
-    """Apply Kueue's objects and wait until its webhooks answer (a dry-run create goes through them)."""
-    kube.kubectl("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(objects))
-    kube.kubectl("-n", NAMESPACE, "rollout", "status", f"deployment/{DEPLOYMENT}", "--timeout=300s")
-    flavor = {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "webhook-probe"}}
-
-    def webhooks_answer() -> bool:
-        done = kube.kubectl("apply", "--dry-run=server", "-f", "-", stdin=yaml.safe_dump(flavor), check=False)
-        return done.returncode == 0
-
-    wait_for(webhooks_answer, 180, "Kueue's webhooks answering")
-
-
-# Every object of a kind as "namespace/name" ("/name" when cluster-scoped), one per line.
-_EACH = '{range .items[*]}{.metadata.namespace}/{.metadata.name}{"\\n"}{end}'
-
-
-def uninstall(kube: Kube, objects: list[dict[str, Any]]) -> None:
-    """Webhooks first (nothing is refused while Kueue goes), then Kueue's program; then every object of its
-    kinds left (a Workload of a job still being deleted, a queue in use) loses the finalizers only Kueue
-    would remove; then the rest. Waits until the namespace and the CRDs are gone."""
-    hooks = [o for o in objects if o["kind"].endswith("WebhookConfiguration")]
-    program = [o for o in objects if o["kind"] == "Deployment"]
-    rest = [o for o in objects if o not in hooks and o not in program]
-    for group in (hooks, program):
-        _delete(kube, group)
-    kube.kubectl("-n", NAMESPACE, "wait", "--for=delete", "pods", "--all", "--timeout=120s", check=False)
-    crds = [o for o in rest if o["kind"] == "CustomResourceDefinition"]
-    unfinalize = ["patch", "--type=merge", "-p", '{"metadata":{"finalizers":null}}']
-    for crd in crds:
-        kind = f"{crd['spec']['names']['plural']}.{crd['spec']['group']}"
-        listed = kube.kubectl("get", kind, "-A", "-o", f"jsonpath={_EACH}", check=False).stdout.split()
-        for entry in listed:
-            namespace, name = entry.split("/", 1)
-            where = ["-n", namespace] if namespace else []
-            kube.kubectl(*where, *unfinalize, kind, name, check=False)
-    _delete(kube, rest)
-    wait_for(lambda: kube.get("namespaces", None, NAMESPACE) is None, 180, f"namespace {NAMESPACE} gone")
-    names = [c["metadata"]["name"] for c in crds]
-    wait_for(
-        lambda: all(kube.get("customresourcedefinitions", None, n) is None for n in names),
-        180,
-        "Kueue's CRDs gone",
-    )
-
-
-def _delete(kube: Kube, group: list[dict[str, Any]]) -> None:
-    kube.kubectl("delete", "--ignore-not-found", "--wait=false", "-f", "-", stdin=yaml.safe_dump_all(group))
+    """Apply Kueue's objects and wait until its webhooks answer."""
+    probe = {"apiVersion": API, "kind": "ResourceFlavor", "metadata": {"name": "webhook-probe"}}
+    neighbours.install(kube, objects, probe)
 
 
 # ---- the objects a platform engineer makes for a queue ----

@@ -23,7 +23,7 @@ from app.children.hostfile_order_lines import FINAL
 from app.cli.doctor.queueing import QUEUE_LABEL
 from tests.e2e import jobs
 from tests.e2e.kube import Kube, wait_for
-from tests.node import doctor, gang, kubeletless, kueue, quickstart, runs, workloads
+from tests.node import doctor, gang, kubeletless, kueue, neighbours, quickstart, runs, workloads
 from tests.node.conftest import RealNode
 from tests.node.images import ROOT
 from tests.node.node import NODE_NAME
@@ -45,8 +45,7 @@ def kueue_node(real_node: RealNode) -> Iterator[RealNode]:
         yield real_node
         return
     try:
-        assert cluster.kueue_build is not None
-        built = cluster.kueue_build.result()
+        built = cluster.builds["kueue"].result()
     except RuntimeError as err:
         if os.environ.get("CI"):
             raise
@@ -59,7 +58,7 @@ def kueue_node(real_node: RealNode) -> Iterator[RealNode]:
     try:
         yield real_node
     finally:
-        kueue.uninstall(real_node.kube, objects)
+        neighbours.uninstall(real_node.kube, objects)
 
 
 def _queues(

@@ -26,7 +26,7 @@ def _run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 def test_an_unknown_neighbour_is_refused_with_the_known_ones() -> None:
     done = _run("kube", env=dict(os.environ))
     assert done.returncode == 2, done
-    assert done.stderr == "build-neighbour: unknown neighbour kube (known: kubernetes kueue)\n"
+    assert done.stderr == "build-neighbour: unknown neighbour kube (known: jobset kubernetes kueue trainer)\n"
 
 
 def test_without_go_it_says_so(tmp_path: Path) -> None:
