@@ -145,6 +145,10 @@ def replay(page: Path, before: str, state: Page) -> None:
         stages, _, redirects = split(command)
         if stages[0][0] == "mpijob" and redirects:
             run_mpijob(re.sub(r"#\s*exits\s+\d+\s*$", "", command), state, None)
+        elif stages[0][0] == "kubectl" and stages[-1][0] == "mpijob" and len(redirects) == 1:
+            # `kubectl get ... | mpijob ... > FILE`: the file later commands read
+            written = f"{shlex.join(stages[-1])} > {shlex.quote(redirects[0])}"
+            run_mpijob(written, state, examples_as_list(stages[0]))
         elif stages[0][0] not in ("mpijob", "kubectl"):
             check_other(stages[0], state, redirects)
 
@@ -267,14 +271,19 @@ def run_mpijob(command: str, page: Page, stdin: str | None) -> subprocess.Comple
     )
 
 
-def examples_as_list() -> str:
-    """What ``kubectl get mpijobs -A -o yaml`` prints for a cluster holding the repository's examples."""
+def examples_as_list(argv: list[str]) -> str:
+    """What ``kubectl get mpijobs -A -o yaml`` prints for a cluster holding the repository's examples; for
+    ``kubectl get mpijob NAME -o yaml``, that example alone."""
     items = [
         doc
         for path in sorted((ROOT / "examples").rglob("*.yaml"))
         for doc in yaml.safe_load_all(path.read_text())
         if isinstance(doc, dict) and doc.get("kind") == "MPIJob"
     ]
+    if argv[:3] == ["kubectl", "get", "mpijob"] and len(argv) > 3 and not argv[3].startswith("-"):
+        named = [item for item in items if item["metadata"]["name"] == argv[3]]
+        assert named, f"no example named {argv[3]} for {shlex.join(argv)}"
+        return yaml.safe_dump(named[0])
     return yaml.safe_dump({"apiVersion": "v1", "kind": "List", "items": items})
 
 
@@ -385,6 +394,10 @@ def check_other(argv: list[str], page: Page, redirects: Sequence[str] = ()) -> N
     elif head == ["kind", "load", "docker-image"]:
         assert argv[3] in page.images, f"{argv[3]} is loaded but not built on this page"
         assert (argv[argv.index("--name") + 1] if "--name" in argv else "kind") in page.clusters
+    elif argv[0] == "sleep":
+        assert len(argv) == 2 and argv[1].isdigit() and int(argv[1]) <= 5, (
+            f"a short pause: {shlex.join(argv)}"
+        )
     elif head == ["python3", "-m", "venv"]:
         page.venvs.add(argv[3])
     elif len(argv) >= 3 and argv[0].endswith("/bin/pip") and argv[1:] == ["install", "."]:
@@ -465,7 +478,7 @@ def check_command(where: str, command: str, state: Page) -> None:
                 check_kubectl(loop, state)
                 continue
             assert stage[0] == "mpijob", f"{where}: only mpijob (or a kubectl per line) may read kubectl here"
-            done = run_mpijob(shlex.join(stage), state, examples_as_list())
+            done = run_mpijob(shlex.join(stage), state, examples_as_list(stages[0]))
             assert done.returncode == expected, f"{where}: {command}\n{done.stderr[-1000:]}"
     else:
         assert len(stages) == 1, f"{where}: pipelines of other tools are not checked"

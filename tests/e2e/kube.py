@@ -31,6 +31,7 @@ GROUPS = {
     "nodes": "/api/v1",
     "deployments": "/apis/apps/v1",
     "jobs": "/apis/batch/v1",
+    "jobsets": "/apis/jobset.x-k8s.io/v1alpha2",
     "mpijobs": "/apis/kubeflow.org/v2beta1",
     "compositecontrollers": "/apis/metacontroller.k8s.io/v1alpha1",
     "customresourcedefinitions": "/apis/apiextensions.k8s.io/v1",

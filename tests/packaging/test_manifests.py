@@ -53,6 +53,8 @@ SCHEMA_KINDS = frozenset(
         "ClusterRoleBinding",
         "StatefulSet",
         "Secret",
+        "ValidatingAdmissionPolicy",
+        "ValidatingAdmissionPolicyBinding",
     }
 )
 COMPOSITE_CONTROLLER = ("metacontroller.k8s.io/v1alpha1", "CompositeController")
@@ -345,7 +347,14 @@ BROKEN_COMPOSITE_CONTROLLERS = {
 
 # ------------------------------------------------------------------------------------- (a) source manifests
 
-SOURCE_DIRS = ("metacontroller", "deploy", "deploy/base", "deploy/hook-only", "deploy/metacontroller")
+SOURCE_DIRS = (
+    "metacontroller",
+    "deploy",
+    "deploy/base",
+    "deploy/hook-only",
+    "deploy/metacontroller",
+    "deploy/migration",
+)
 
 
 def _source_documents() -> list[Any]:
