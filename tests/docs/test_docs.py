@@ -452,6 +452,10 @@ def _kubectl_per_line(command: str, stage: list[str]) -> list[str]:
 
 
 def check_command(where: str, command: str, state: Page) -> None:
+    if " || " in command:  # `a || a`: each side a command of its own
+        for part in command.split(" || "):
+            check_command(where, part, state)
+        return
     if private_file(command, state):
         return
     stages, expected, redirects = split(command)

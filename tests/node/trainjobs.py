@@ -32,9 +32,18 @@ def convert(job: dict[str, Any], *args: str) -> str:
     return done.stdout
 
 
+# Trainer's TrainJob webhook reads runtimes from its cache: applied together, the TrainJob may come first.
+_RUNTIME_NOT_SEEN = "specified trainingRuntime must be created before the TrainJob is created"
+
+
 def apply(kube: Kube, ns: str, manifest: str) -> None:
-    """The conversion applied as written (server-side, as docs/migration.md says)."""
-    kube.kubectl("-n", ns, "apply", "--server-side", "-f", "-", stdin=manifest)
+    """The conversion applied as docs/migration.md says: server-side, and again if Trainer's webhook had not
+    seen the runtime yet."""
+    argv = ("-n", ns, "apply", "--server-side", "-f", "-")
+    done = kube.kubectl(*argv, stdin=manifest, check=False)
+    if done.returncode != 0 and _RUNTIME_NOT_SEEN in done.stderr:
+        done = kube.kubectl(*argv, stdin=manifest, check=False)
+    assert done.returncode == 0, f"kubectl apply of the conversion failed ({done.returncode}): {done.stderr}"
 
 
 def get(kube: Kube, ns: str, name: str) -> dict[str, Any] | None:
