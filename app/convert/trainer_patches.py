@@ -170,7 +170,11 @@ def _without_wait(template: dict[str, Any]) -> dict[str, Any]:
     if not _waits(template):
         return template
     spec = as_object(template.get("spec"))
-    init = [c for c in spec.get("initContainers") or [] if as_object(c) not in _waits(template)]
+    init = [
+        c
+        for c in spec.get("initContainers") or []
+        if as_object(c).get("name") != names.WAIT_FOR_WORKERS_CONTAINER
+    ]
     return {**template, "spec": {**spec, "initContainers": init}}
 
 
