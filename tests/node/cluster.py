@@ -33,11 +33,11 @@ from tests.e2e.kube import Kube, wait_for
 from tests.node import neighbours, recipes
 from tests.node.containerd import PAUSE_IMAGE, Containerd, remove_cgroups, unmount_under
 from tests.node.images import CACHE, Builder, Recipe, build_all
-from tests.node.neighbours import Built
 from tests.node.network import Network
 from tests.node.node import KUBELET_CGROUP, NODE_NAME, NODE_PROCESSES, PAUSE_ARCHIVE, Node
 from tests.support import kubernetes_releases
 from tests.support.kubernetes_releases import NODE_RELEASE
+from tests.support.neighbour_builds import Built, build
 
 ROOT = Path(__file__).resolve().parents[2]
 T = TypeVar("T")
@@ -85,7 +85,7 @@ class Cluster:
         assert tarballs is not None
         builds = ThreadPoolExecutor(max_workers=1)  # not waited for here: each test module waits for its own
         for name in neighbours.NAMES:
-            self.builds[name] = builds.submit(self._timed, f"{name} built", partial(neighbours.build, name))
+            self.builds[name] = builds.submit(self._timed, f"{name} built", partial(build, name))
         builds.shutdown(wait=False)
         with ThreadPoolExecutor(max_workers=2) as pool:
             images = pool.submit(self._build, tarballs)

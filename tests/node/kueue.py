@@ -18,8 +18,6 @@ from __future__ import annotations
 
 import copy
 import os
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +27,7 @@ from app.cli.doctor.queueing import JOB_UID_LABEL
 from tests.e2e.kube import Kube
 from tests.node import neighbours
 from tests.node.images import Recipe
-from tests.node.neighbours import Built
+from tests.support.neighbour_builds import Built
 
 NAMESPACE = "kueue-system"
 DEPLOYMENT = "kueue-controller-manager"
@@ -61,10 +59,6 @@ CONFIGURATION = {
 
 def image(built: Built) -> str:
     return f"registry.k8s.io/kueue/kueue:{built.version}"
-
-
-def build() -> Built:
-    return neighbours.build("kueue")
 
 
 def recipe(built: Built) -> Recipe:
@@ -147,18 +141,6 @@ def local_queue(namespace: str, name: str, queue: str) -> dict[str, Any]:
 
 def priority_class(name: str, value: int) -> dict[str, Any]:
     return {"apiVersion": API, "kind": "WorkloadPriorityClass", "metadata": {"name": name}, "value": value}
-
-
-@contextmanager
-def objects(kube: Kube, made: list[dict[str, Any]]) -> Iterator[None]:
-    """Kueue objects applied for one test and deleted after it (cluster-scoped ones outlive namespaces)."""
-    kube.kubectl("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(made))
-    try:
-        yield
-    finally:
-        kube.kubectl(
-            "delete", "--ignore-not-found", "--wait=false", "-f", "-", stdin=yaml.safe_dump_all(made)
-        )
 
 
 def workloads(kube: Kube, namespace: str, job: dict[str, Any]) -> list[dict[str, Any]]:

@@ -1,56 +1,38 @@
-"""What every neighbour the real node runs beside the hook (Kueue, Trainer, JobSet) has in common: built from
-its Go module by ``scripts/build-neighbour`` (pinned there; cached outside the clone by version), its static
-program alone in an image at ``/manager`` (as their own images have it), installed from its own kustomize
-tree in the module download (read-only, never copied into the project) through an overlay written at test
-time, and removed without leaving anything behind.
+"""What every neighbour the real node runs beside the hook (Volcano, the coscheduler, Kueue, Trainer, JobSet)
+has in common: built from its Go module by ``scripts/build-neighbour`` (pinned there; cached outside the
+clone by version), each static program alone in an image at ``/manager``, installed from its own manifests
+in the module download (read-only, never copied into the project: a kustomize tree through an overlay
+written at test time, a release manifest, a Helm chart), and removed without leaving anything behind.
 """
 
 from __future__ import annotations
 
 import subprocess
 import tempfile
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from tests.e2e.kube import Kube, wait_for
-from tests.node.images import ROOT, Recipe
+from tests.node.images import Recipe
+from tests.support.neighbour_builds import Built
 
-BUILD = ROOT / "scripts" / "build-neighbour"
-NAMES = ("kueue", "jobset", "trainer")  # what the real node runs beside the hook, in the order built
-
-
-@dataclass(frozen=True)
-class Built:
-    """What ``scripts/build-neighbour NAME`` printed: the release, the cached program, the module's files."""
-
-    name: str
-    version: str
-    binary: Path
-    module: Path
+# What the real node runs beside the hook, built in the order the test modules need them (as .ci/run does).
+NAMES = ("volcano", "scheduler-plugins", "kueue", "jobset", "trainer")
 
 
-def build(name: str) -> Built:
-    """Run the project's build script (a no-op on a warm cache); RuntimeError with its words if it fails."""
-    done = subprocess.run([str(BUILD), name], capture_output=True, text=True, timeout=3600, check=False)
-    if done.returncode != 0:
-        said = done.stderr[-2000:]
-        raise RuntimeError(f"scripts/build-neighbour {name} failed ({done.returncode}): {said}")
-    said = dict(line.split("=", 1) for line in done.stdout.splitlines() if "=" in line)
-    return Built(name, said["version"], Path(said["binary"]), Path(said["module"]))
-
-
-def recipe(built: Built, image: str) -> Recipe:
-    """The program alone in an image named ``image``, at the path their Deployments run, non-root."""
+def recipe(built: Built, image: str, program: str = "") -> Recipe:
+    """The program (``program`` of a neighbour that has several) alone in an image named ``image``, at the
+    path their Deployments run, non-root."""
+    name = f"{built.name}-{program}" if program else built.name
+    binary = built.programs[program] if program else built.binary
     return Recipe(
-        name=built.name,
-        containerfile=(
-            f'FROM scratch\nCOPY {built.name} /manager\nUSER 65532:65532\nENTRYPOINT ["/manager"]\n'
-        ),
-        context={built.name: built.binary},
+        name=name,
+        containerfile=f'FROM scratch\nCOPY {name} /manager\nUSER 65532:65532\nENTRYPOINT ["/manager"]\n',
+        context={name: binary},
         names=(image,),
     )
 
@@ -68,15 +50,17 @@ def kustomize(write: Callable[[Path], None]) -> list[dict[str, Any]]:
     return [o for o in yaml.safe_load_all(done.stdout) if o]
 
 
-def install(kube: Kube, objects: list[dict[str, Any]], probe: dict[str, Any]) -> None:
+def install(kube: Kube, objects: list[dict[str, Any]], probe: dict[str, Any] | None) -> None:
     """Apply the objects, wait for each Deployment's rollout, then until the webhooks answer (``probe``
-    created with ``--dry-run=server`` goes through them)."""
+    created with ``--dry-run=server`` goes through them; None: it has none)."""
     kube.kubectl("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(objects))
     for deployment in (o for o in objects if o["kind"] == "Deployment"):
         where = deployment["metadata"]["namespace"]
         name = deployment["metadata"]["name"]
         kube.kubectl("-n", where, "rollout", "status", f"deployment/{name}", "--timeout=300s")
 
+    if probe is None:
+        return
     said = [""]
 
     def webhooks_answer() -> bool:
@@ -85,6 +69,19 @@ def install(kube: Kube, objects: list[dict[str, Any]], probe: dict[str, Any]) ->
         return done.returncode == 0
 
     wait_for(webhooks_answer, 180, lambda: f"the webhooks answering for a {probe['kind']} (last: {said[0]})")
+
+
+@contextmanager
+def applied(kube: Kube, made: list[dict[str, Any]]) -> Iterator[None]:
+    """A neighbour's objects applied for one test and deleted after it (cluster-scoped ones, like Kueue's
+    ClusterQueues or Volcano's Queues, outlive the test's namespace)."""
+    kube.kubectl("apply", "--server-side", "-f", "-", stdin=yaml.safe_dump_all(made))
+    try:
+        yield
+    finally:
+        kube.kubectl(
+            "delete", "--ignore-not-found", "--wait=false", "-f", "-", stdin=yaml.safe_dump_all(made)
+        )
 
 
 # Every object of a kind as "namespace/name" ("/name" when cluster-scoped), one per line.

@@ -139,7 +139,7 @@ def test_kueue_admits_a_queued_job_whose_workload_matches_the_pods_the_hook_make
         "two-slots": {"slotsPerWorker": 2},
     }
     summary = []
-    with kueue.objects(kube, _queues(ns)):
+    with neighbours.applied(kube, _queues(ns)):
         for name, spec in variants.items():
             job = _queued(name)
             job["spec"].update(spec)
@@ -167,7 +167,7 @@ def test_kueue_holds_the_second_of_two_jobs_that_fit_one_at_a_time(
 ) -> None:
     """Hold: two jobs created together; the second has no Pod at all until the first Succeeded, then runs."""
     kube = kueue_node.kube
-    with kueue.objects(kube, _queues(ns)):
+    with neighbours.applied(kube, _queues(ns)):
         for name in ("first", "second"):
             _create(kube, ns, _queued(name))
             time.sleep(1)  # Kueue admits in creation order: "first" is first
@@ -271,7 +271,7 @@ def test_kueue_preempts_a_low_priority_job_and_admits_it_again_with_nothing_lost
         kueue.priority_class(f"{ns}-low", 10),
         kueue.priority_class(f"{ns}-high", 1000),
     ]
-    with kueue.objects(kube, made):
+    with neighbours.applied(kube, made):
         low = gang.sized(runs.gated("low"), CPU_MILLICORES)
         low["metadata"]["labels"] = {QUEUE_LABEL: QUEUE, kueue.PRIORITY_LABEL: f"{ns}-low", **USERS}
         low["metadata"]["annotations"] = dict(OURS)
@@ -323,7 +323,7 @@ def test_kueue_flavor_node_labels_and_tolerations_reach_the_launcher_and_the_wor
     pool = f"kueue-{ns}"[:63]
     kube.patch("nodes", None, NODE_NAME, {"metadata": {"labels": {POOL_LABEL: pool}}})
     try:
-        with kueue.objects(kube, _queues(ns, {"nodeLabels": {POOL_LABEL: pool}, "tolerations": [SPOT]})):
+        with neighbours.applied(kube, _queues(ns, {"nodeLabels": {POOL_LABEL: pool}, "tolerations": [SPOT]})):
             _create(kube, ns, _queued("pi"))
             pods = wait_for(
                 lambda: (p := gang.job_pods(kube, ns, "pi")) and len(p) == 3 and p, runs.RUN_SECONDS, "3 Pods"
@@ -352,7 +352,7 @@ def test_kueue_evicts_a_job_whose_workers_never_get_ready_and_runs_it_once_fixed
     Kueue evicts the job after its timeout; the hook removes every Pod; Kueue's Event on the MPIJob and
     ``mpijob doctor`` say why; with the image fixed it Succeeds."""
     kube = kueue_node.kube
-    with kueue.objects(kube, _queues(ns)):
+    with neighbours.applied(kube, _queues(ns)):
         job = _queued("pi")
         job["spec"]["launcherCreationPolicy"] = "WaitForWorkersReady"
         job["spec"]["mpiReplicaSpecs"]["Worker"]["template"]["spec"]["containers"][0]["image"] = MISSING_IMAGE
@@ -400,7 +400,7 @@ def test_a_job_for_a_missing_or_stopped_queue_stays_suspended_and_the_doctor_quo
         "spec": {"clusterQueue": ns, "stopPolicy": "Hold"},
     }
     quotes = {}
-    with kueue.objects(kube, [*_queues(ns), stopped_queue]):
+    with neighbours.applied(kube, [*_queues(ns), stopped_queue]):
         for name, queue in (("orphan", "nowhere"), ("held", "stopped")):
             _create(kube, ns, _queued(name, queue))
         for name, expected in (
@@ -484,7 +484,10 @@ def test_kueue_topology_aware_scheduling_puts_a_job_in_one_rack_and_the_hostfile
     }
     flavor = {"nodeLabels": pool, "topologyName": ns, "tolerations": [kubeletless.TOLERATION]}
     wanted = {n: ({**labels, **pool}, cpu) for n, (labels, cpu) in TAS_NODES.items()}
-    with kubeletless.nodes(kube, wanted), kueue.objects(kube, [topology, *_queues(ns, flavor, TAS_QUOTA)]):
+    with (
+        kubeletless.nodes(kube, wanted),
+        neighbours.applied(kube, [topology, *_queues(ns, flavor, TAS_QUOTA)]),
+    ):
         _create(kube, ns, _tas_job("racked"))
         workers = wait_for(
             lambda: (

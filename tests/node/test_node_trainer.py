@@ -359,7 +359,7 @@ def test_kueue_queues_and_admits_the_converted_trainjob_by_the_label_it_kept(
         kueue.local_queue(ns, "user-queue", ns),
     ]
     try:
-        with kueue.objects(kube, queues):
+        with neighbours.applied(kube, queues):
             job = pi("queued")
             job["metadata"]["labels"] = {"kueue.x-k8s.io/queue-name": "user-queue"}
             trainjobs.apply(kube, ns, trainjobs.convert(job))

@@ -23,7 +23,7 @@ import yaml
 from tests.e2e.kube import Kube
 from tests.node import neighbours
 from tests.node.images import Recipe
-from tests.node.neighbours import Built
+from tests.support.neighbour_builds import Built
 
 NAMESPACE = "kubeflow-system"
 JOBSET_NAMESPACE = "jobset-system"

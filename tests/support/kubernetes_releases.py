@@ -12,7 +12,6 @@ from __future__ import annotations
 import fcntl
 import os
 import shutil
-import subprocess
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -24,9 +23,7 @@ from app.kube.gang import (
 )
 from tests.e2e.controlplane import find_binaries
 from tests.node.node import find_node_binaries
-from tests.support.paths import ROOT
-
-BUILD = ROOT / "scripts" / "build-neighbour"
+from tests.support.neighbour_builds import build
 
 
 @dataclass(frozen=True)
@@ -81,17 +78,11 @@ E2E_RELEASE = chosen("MPI_HOOK_E2E_KUBERNETES", V1_36)
 
 def built_programs() -> dict[str, Path]:
     """1.37's programs by name, built once per machine (the script caches them by release)."""
-    done = subprocess.run(
-        [str(BUILD), "kubernetes"], capture_output=True, text=True, timeout=3600, check=False
+    built = build("kubernetes")
+    assert built.version == f"v{V1_37.version}", (
+        f"build-neighbour pins {built.version}, the tests {V1_37.version}"
     )
-    if done.returncode != 0:
-        failed = f"scripts/build-neighbour kubernetes failed ({done.returncode})"
-        raise RuntimeError(f"{failed}: {done.stderr[-2000:]}")
-    said = [line.split("=", 1) for line in done.stdout.splitlines()]
-    programs = [Path(value) for key, value in said if key == "binary"]
-    version = next(value for key, value in said if key == "version")
-    assert version == f"v{V1_37.version}", f"build-neighbour pins {version}, the tests {V1_37.version}"
-    return {program.name: program for program in programs}
+    return built.programs
 
 
 def _overlaid(base: Path, programs: dict[str, Path], into: Path) -> Path:
