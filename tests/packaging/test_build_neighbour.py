@@ -1,7 +1,8 @@
-"""``scripts/build-neighbour``, which builds what the real-node tests run beside the hook (Kueue, Kubernetes
-1.37's control plane) from its Go module: a cached build prints where it is without building again; a wrong
-name or a missing Go is said in one line with its own exit code. The real builds and their use:
-tests/node/test_node_kueue.py, tests/support/kubernetes_releases.py."""
+"""``scripts/build-neighbour``, which builds what the real-node tests run beside the hook (Volcano, the
+coscheduler, Kueue, Trainer, JobSet, Kubernetes 1.37's control plane) from its Go module: a cached build
+prints where it is without building again; a wrong name or a missing Go is said in one line with its own exit
+code. The real builds and their use: tests/support/neighbour_builds.py, tests/node/, and
+tests/support/kubernetes_releases.py."""
 
 from __future__ import annotations
 
@@ -26,7 +27,8 @@ def _run(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
 def test_an_unknown_neighbour_is_refused_with_the_known_ones() -> None:
     done = _run("kube", env=dict(os.environ))
     assert done.returncode == 2, done
-    assert done.stderr == "build-neighbour: unknown neighbour kube (known: jobset kubernetes kueue trainer)\n"
+    known = "jobset kubernetes kueue scheduler-plugins trainer volcano"
+    assert done.stderr == f"build-neighbour: unknown neighbour kube (known: {known})\n"
 
 
 def test_without_go_it_says_so(tmp_path: Path) -> None:
