@@ -68,6 +68,12 @@ def min_member(job: GangJob) -> int:
     return gang_size(explicit, workers, launcher=not job.launcher_pending)
 
 
+def min_count(job: GangJob) -> int:
+    """The Workload API's minCount: ``min_member``, at least 1 (the API's validation; a gang of one is no
+    gang, as with the others)."""
+    return max(min_member(job), 1)
+
+
 def priority_class_name(job: GangJob) -> str:
     """Volcano's group priority: schedulingPolicy, else the launcher's, else the workers' PriorityClass."""
     if job.policy is not None and job.policy.priority_class:

@@ -25,7 +25,7 @@ from typing import Any
 
 from app.api.types import API_VERSION
 from app.api.types import KIND as MPIJOB_KIND
-from app.children.podgroup import GangJob, min_member, priority_class_name
+from app.children.podgroup import GangJob, min_count, priority_class_name
 from app.kube import names
 from app.kube.gang import KIND, WORKLOAD_API_V1BETA1, WORKLOAD_KIND, topology_key
 
@@ -34,8 +34,7 @@ TEMPLATE_NAME = "mpijob"
 
 
 def _policy_and_constraints(job: GangJob, api_version: str) -> dict[str, Any]:
-    # The API requires minCount >= 1; a gang of one (minAvailable 0) is no gang, as with the others.
-    fields: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": max(min_member(job), 1)}}}
+    fields: dict[str, Any] = {"schedulingPolicy": {"gang": {"minCount": min_count(job)}}}
     if key := topology_key(job.annotations):
         fields["schedulingConstraints"] = {"topology": [{"key": key}]}
     if api_version == WORKLOAD_API_V1BETA1:

@@ -6,13 +6,22 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from functools import cached_property
-from typing import Any
 
 from app.core.reasons import POD_EVICTED, REASON_DEADLINE_EXCEEDED
 from app.kube import gang, names
 from app.kube.gang import SCHEDULER_PLUGINS_API_VERSION, VOLCANO_API_VERSION, WORKLOAD_API_VERSIONS
 from app.kube.pod_phase import PodPhase
-from app.kube.request import ObservedLauncherJob, ObservedPod, ObservedSecret, PodGroupStatus, SyncRequest
+from app.kube.request import (
+    ObservedLauncherJob,
+    ObservedPod,
+    ObservedPodGroup,
+    ObservedSecret,
+    ObservedWorkloadPodGroup,
+    PodCondition,
+    PodGroupSpec,
+    PodGroupStatus,
+    SyncRequest,
+)
 
 
 class LauncherJobOutcome(StrEnum):
@@ -98,11 +107,13 @@ class GangWait:
     # The scheduler's reason: the Workload API's PodGroupScheduled reason, Volcano's Unschedulable
     # condition's, or (scheduler-plugins, whose PodGroup has none) the Pods' PodScheduled reason.
     reason: str
-    # The scheduler's message ('' for scheduler-plugins: its phase and ``unplaced`` say it instead).
+    # The scheduler's message (scheduler-plugins: the first worker it could not place, and why).
     message: str = ""
     phase: str = ""
     # scheduler-plugins: the workers whose PodScheduled is False with reason Unschedulable.
     unplaced: int = 0
+    # Volcano: the queue the PodGroup waits in (its message does not name it).
+    queue: str = ""
 
 
 @dataclass(frozen=True)
@@ -118,6 +129,8 @@ class Observed:
     podgroups: frozenset[str] = frozenset()
     # What each scheduler says of the job's PodGroup, by apiVersion (for those that have a status).
     podgroup_statuses: Mapping[str, PodGroupStatus] = field(default_factory=dict)
+    # What Volcano's or scheduler-plugins' PodGroup of the job asks (minMember, queue), by apiVersion.
+    podgroup_specs: Mapping[str, PodGroupSpec] = field(default_factory=dict)
     # The PodGroup apiVersions the CompositeController declares as children (Metacontroller manages them).
     podgroups_declared: frozenset[str] = frozenset()
     # PriorityClass values by name (customize hook, gang scheduling only): they rank a PodGroup's replicas.
@@ -146,8 +159,9 @@ class Observed:
             held = _workload_api_wait(status, gang.WORKLOAD_SCHEDULED_CONDITIONS[api_version])
             return held or _preempted([*self.workers.values(), *(self.launcher_pods or [])])
         if api_version == VOLCANO_API_VERSION:
-            return _volcano_wait(status)
-        unplaced = sum(1 for pod in self.workers.values() if _unschedulable(pod))
+            spec = self.podgroup_specs.get(api_version)
+            return _volcano_wait(status, (spec.queue if spec is not None else None) or "")
+        unplaced = [self.workers[i] for i in sorted(self.workers) if _unschedulable(self.workers[i])]
         return _coscheduler_wait(status, unplaced)
 
     def failed_worker_exits(self) -> list[Exit]:
@@ -186,7 +200,7 @@ def classify(job_name: str, request: SyncRequest) -> Observed:
     launcher_job = find_launcher_job(job_name, request)
     secret_name = names.ssh_secret_name(job_name)
     secret = next((s for s in (children.secrets or {}).values() if s.metadata.name == secret_name), None)
-    statuses = _podgroups(job_name, request)
+    groups = _podgroups(job_name, request)
     prefix = names.worker_prefix(job_name)
     workers: dict[int, ObservedPod] = {}
     for pod in (children.pods or {}).values():
@@ -198,8 +212,9 @@ def classify(job_name: str, request: SyncRequest) -> Observed:
         workers=workers,
         secret=secret,
         launcher_pods=_launcher_pods(job_name, request) if request.controller.has_customize_hook else None,
-        podgroups=frozenset(statuses),
-        podgroup_statuses={v: status for v, status in statuses.items() if status is not None},
+        podgroups=frozenset(groups),
+        podgroup_statuses={v: group.status for v, group in groups.items() if group.status is not None},
+        podgroup_specs={v: spec for v, group in groups.items() if (spec := _spec(group)) is not None},
         podgroups_declared=request.controller.declared_podgroups,
         priorities=request.related.priority_values,
         node_labels={
@@ -215,20 +230,26 @@ def _stored_config(job_name: str, request: SyncRequest) -> Mapping[str, str] | N
     return None if stored is None else (stored.data or {})
 
 
-def _podgroups(job_name: str, request: SyncRequest) -> dict[str, PodGroupStatus | None]:
-    """The apiVersions in which the job's PodGroup exists, with its status."""
+def _podgroups(job_name: str, request: SyncRequest) -> dict[str, ObservedPodGroup | ObservedWorkloadPodGroup]:
+    """The job's PodGroup in each apiVersion in which it exists."""
     name = names.podgroup_name(job_name)
-    kinds: tuple[tuple[str, Mapping[str, Any] | None], ...] = (
+    kinds: tuple[tuple[str, Mapping[str, ObservedPodGroup | ObservedWorkloadPodGroup] | None], ...] = (
         (VOLCANO_API_VERSION, request.children.volcano_podgroups),
         (SCHEDULER_PLUGINS_API_VERSION, request.children.scheduler_plugins_podgroups),
         *((v, request.children.workload_podgroups(v)) for v in WORKLOAD_API_VERSIONS),
     )
-    found: dict[str, PodGroupStatus | None] = {}
+    found: dict[str, ObservedPodGroup | ObservedWorkloadPodGroup] = {}
     for api_version, observed in kinds:
         group = next((pg for pg in (observed or {}).values() if pg.metadata.name == name), None)
         if group is not None:
-            found[api_version] = group.status
+            found[api_version] = group
     return found
+
+
+def _spec(group: ObservedPodGroup | ObservedWorkloadPodGroup) -> PodGroupSpec | None:
+    """What Volcano's or scheduler-plugins' PodGroup asks (the Workload API's is not read back: its spec is
+    what the hook wrote, ``freeze``)."""
+    return group.spec if isinstance(group, ObservedPodGroup) else None
 
 
 def _workload_api_wait(status: PodGroupStatus, condition: str) -> GangWait | None:
@@ -238,17 +259,24 @@ def _workload_api_wait(status: PodGroupStatus, condition: str) -> GangWait | Non
     return GangWait(scheduled.reason or gang.POD_UNSCHEDULABLE, scheduled.message or "")
 
 
-def _volcano_wait(status: PodGroupStatus) -> GangWait | None:
+def _volcano_wait(status: PodGroupStatus, queue: str) -> GangWait | None:
     held = status.condition(gang.VOLCANO_UNSCHEDULABLE_CONDITION)
     if status.phase not in gang.VOLCANO_WAITING_PHASES or held is None or held.status != "True":
         return None
-    return GangWait(held.reason or gang.POD_UNSCHEDULABLE, held.message or "", status.phase or "")
+    return GangWait(
+        held.reason or gang.POD_UNSCHEDULABLE, held.message or "", status.phase or "", queue=queue
+    )
 
 
-def _coscheduler_wait(status: PodGroupStatus, unplaced: int) -> GangWait | None:
+def _coscheduler_wait(status: PodGroupStatus, unplaced: list[ObservedPod]) -> GangWait | None:
+    """The coscheduler's PodGroup has a phase only: why it refused the gang is what the first worker it
+    could not place says (its PodScheduled message: the resource gap, the Permit timeout, ...)."""
     if status.phase not in gang.SCHEDULER_PLUGINS_WAITING_PHASES or not unplaced:
         return None
-    return GangWait(gang.POD_UNSCHEDULABLE, "", status.phase or "", unplaced)
+    first = unplaced[0]
+    why = next((c.message for c in _pod_conditions(first) if c.type == "PodScheduled" and c.message), "")
+    said = f"{first.metadata.name}: {why}" if why else ""
+    return GangWait(gang.POD_UNSCHEDULABLE, said, status.phase or "", len(unplaced))
 
 
 def _preempted(pods: list[ObservedPod]) -> GangWait | None:
@@ -256,7 +284,7 @@ def _preempted(pods: list[ObservedPod]) -> GangWait | None:
     its Pods carry DisruptionTarget=True, reason PreemptionByScheduler, while they terminate; the PodGroup
     stays initially scheduled, so this is the only word of it."""
     for pod in pods:
-        for c in (pod.status.conditions if pod.status else None) or []:
+        for c in _pod_conditions(pod):
             if c.type == gang.DISRUPTION_TARGET and c.status == "True" and c.reason == gang.PREEMPTED:
                 return GangWait(
                     gang.PREEMPTED, f"{pod.metadata.name}: {c.message or ''}", gang.PREEMPTED_PHASE
@@ -264,11 +292,14 @@ def _preempted(pods: list[ObservedPod]) -> GangWait | None:
     return None
 
 
+def _pod_conditions(pod: ObservedPod) -> list[PodCondition]:
+    return (pod.status.conditions if pod.status else None) or []
+
+
 def _unschedulable(pod: ObservedPod) -> bool:
-    conditions = (pod.status.conditions if pod.status else None) or []
     return any(
         c.type == "PodScheduled" and c.status == "False" and c.reason == gang.POD_UNSCHEDULABLE
-        for c in conditions
+        for c in _pod_conditions(pod)
     )
 
 

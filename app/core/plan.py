@@ -8,9 +8,10 @@ values it needs from the decisions before it. The status (``status.next_status``
    launcher.) Is it suspended (``suspension``)?
 2. Which children count, and does a failure restart or fail the job (``failure``)?
 3. Upstream's worker list, and does the job end now, and how (``finishing``: the ``Ending``)?
-4. The hostfile order and whether the launcher may start on it (``hostfile_order``), which workers to
-   return (``worker_pods``), whether the launcher Job is kept or created (``launcher_creation``), whether
-   the Pods join a PodGroup and the response has it (``gang_scheduling``).
+4. The hostfile order and whether the launcher may start on it (``hostfile_order``), whether the launcher
+   Job is kept or created (``launcher_creation``), whether the Pods join a PodGroup and the response has
+   it (``gang_scheduling``), which workers to return (``worker_pods``; new ones wait for a PodGroup that
+   counts them).
 5. Which conditions change and why, and the start and completion times (``stage``, ``notices``).
 """
 
@@ -99,9 +100,6 @@ def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
         job, launcher_job, finished_before=finished_before, evicted=counts.evicted, fails=restarts.fails
     )
     hold = _hold(finish, restarts, paused)
-    workers = worker_pods.decide(
-        job, current, counts, hold=hold, cleaning=finish.cleaning, finished_before=finished_before
-    )
     order = hostfile_order.decide(job, current, inputs.topology_order, finished_before=finished_before)
     hold_launcher = hold or not order.launcher_may_start
     launcher = launcher_creation.decide(
@@ -114,6 +112,11 @@ def make_plan(job: Job, observed: Observed, inputs: Inputs) -> Plan:
         suspended=paused.suspended,
         launcher_done=launcher_done,
         cleaned=finish.cleaning is not None,
+    )
+    held = gang_scheduling.holds_new_workers(gang, current, job, launcher_pending=launcher.pending)
+    hold_workers = hold or held
+    workers = worker_pods.decide(
+        job, current, counts, hold=hold_workers, cleaning=finish.cleaning, finished_before=finished_before
     )
     gang = gang_scheduling.with_topology(gang, inputs.gang, topology_key(job.metadata.annotations))
     gang = gang_scheduling.with_wait(gang, current, ended=finished_before or finish.finishing)

@@ -192,10 +192,19 @@ class PodGroupStatus(msgspec.Struct, frozen=True, gc=False):
         return next((c for c in self.conditions or [] if c.type == kind), None)
 
 
+class PodGroupSpec(msgspec.Struct, frozen=True, gc=False):
+    """What of Volcano's or scheduler-plugins' PodGroup spec the hook reads back: the gang size the scheduler
+    holds the Pods to, and Volcano's queue."""
+
+    min_member: int | None = msgspec.field(default=None, name="minMember")
+    queue: str | None = None
+
+
 class ObservedPodGroup(msgspec.Struct, frozen=True, gc=False):
-    """Volcano's or scheduler-plugins' PodGroup: its name and its scheduler's status."""
+    """Volcano's or scheduler-plugins' PodGroup: its name, what it asks and its scheduler's status."""
 
     metadata: Meta = Meta()
+    spec: PodGroupSpec | None = None
     status: PodGroupStatus | None = None
 
 

@@ -229,7 +229,8 @@ def test_scheduling_policy_and_replica_edits_update_the_podgroup_in_place(
     scheduler: str, update_golden: bool
 ) -> None:
     """schedulingPolicy edits change only the PodGroup (updated in place, same object); a scale-up
-    updates it and creates the new worker in the same response.
+    updates it, and (ours) creates the new worker in the next sync, once the PodGroup counts it: upstream
+    does both in one pass, PodGroup first, while Metacontroller would create the Pod first.
     """
     mc, podgroup = gang_fake(scheduler, "policy-edit", update_golden)
     mc.apply_mpijob(job())
@@ -259,8 +260,9 @@ def test_scheduling_policy_and_replica_edits_update_the_podgroup_in_place(
 
     mc.advance(10)
     mc.edit_spec("mpiReplicaSpecs.Worker.replicas", 3)
-    assert mc.sync() == Writes(status=1, created=[pod(2)], updated=[CONFIGMAP, podgroup])
+    assert mc.sync() == Writes(status=1, updated=[CONFIGMAP, podgroup])
     assert spec(mc)["minMember"] == 4
+    assert mc.sync() == Writes(created=[pod(2)])
     assert mc.get("PodGroup", "pi")["metadata"]["uid"] == uid
     steady(mc)
 

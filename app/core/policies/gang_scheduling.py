@@ -13,13 +13,18 @@ in the version the CompositeController declares (``gang.declared``).
 Ours: a topology key (the MPIJob's annotation) only the Workload API can honour; under any other setting
 it is refused with a notice (GangSchedulingUnavailable), never silently dropped. And while the scheduler
 holds the gang (its PodGroup says so: ``Observed.gang_wait``), the job says why (GangScheduled=False),
-until the gang is placed or the job ends.
+until the gang is placed or the job ends. And new workers wait for the Volcano or scheduler-plugins
+PodGroup that counts them (``holds_new_workers``): Metacontroller creates a response's Pods before its
+PodGroups, so the workers added by scaling up would otherwise reach the scheduler before the larger
+minMember, and a waiting gang could start without them.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass, replace
 
+from app.api.defaults import Job
+from app.children.podgroup import gang_job, min_member
 from app.core.observed import GangWait, Observed
 from app.kube.gang import GangScheduler, declared
 
@@ -61,6 +66,17 @@ def decide(
     if launcher_done:
         return Gang(configured, exists)  # upstream neither creates nor deletes it once the launcher is done
     return Gang(configured, True)
+
+
+def holds_new_workers(gang: Gang, observed: Observed, job: Job, *, launcher_pending: bool) -> bool:
+    """Create no worker this sync: the job's Volcano or scheduler-plugins PodGroup exists and asks another
+    minMember than this response writes, so its update goes first. A missing PodGroup holds the Pods by
+    itself (each scheduler waits for it). Not the Workload API's: immutable, and kept by the apiserver while
+    its Pods run, its replacement would never come (a new worker joins the PodGroup there is)."""
+    if gang.scheduler is None or not gang.podgroup:
+        return False
+    spec = observed.podgroup_specs.get(gang.scheduler.api_version)
+    return spec is not None and (spec.min_member or 0) != min_member(gang_job(job, launcher_pending))
 
 
 def with_topology(gang: Gang, configured: GangScheduler | None, topology: str) -> Gang:

@@ -17,8 +17,9 @@ from app.kube.gang import (
     WORKLOAD_API_V1BETA1,
     GangScheduler,
 )
-from app.kube.request import PodGroupStatus
-from tests.support.observed import observed
+from app.kube.request import PodGroupSpec, PodGroupStatus
+from tests.support.builders import mpijob
+from tests.support.observed import defaulted, observed
 
 VOLCANO = GangScheduler("volcano")
 PLUGINS = GangScheduler("scheduler-plugins-scheduler")
@@ -211,3 +212,61 @@ def test_whether_the_job_says_its_gang_waits(
     decided = gang_scheduling.with_wait(without, seen, ended=ended)
     assert decided.waiting == want
     assert (decided.scheduler, decided.podgroup) == (without.scheduler, without.podgroup)
+
+
+# Ours: new workers wait for the PodGroup that counts them (Metacontroller creates a response's Pods before
+# its PodGroups). id: (gang decided, the observed PodGroup's minMember by apiVersion, the job's workers and
+# whether its launcher is pending (WaitForWorkersReady), want: hold new workers)
+HOLD_CASES: dict[str, tuple[Gang, dict[str, int | None], int, bool, bool]] = {
+    "scaled up: the PodGroup still asks the old size": (
+        Gang(VOLCANO, True),
+        {VOLCANO_API_VERSION: 3},
+        3,
+        False,
+        True,
+    ),
+    "scaled down: likewise until it matches": (
+        Gang(PLUGINS, True),
+        {SCHEDULER_PLUGINS_API_VERSION: 4},
+        2,
+        False,
+        True,
+    ),
+    "the PodGroup matches": (Gang(VOLCANO, True), {VOLCANO_API_VERSION: 3}, 2, False, False),
+    "a pending launcher is not counted": (Gang(VOLCANO, True), {VOLCANO_API_VERSION: 2}, 2, True, False),
+    "no PodGroup yet: the scheduler waits for it by itself": (Gang(VOLCANO, True), {}, 2, False, False),
+    "minMember 0 is written as none": (
+        Gang(PLUGINS, True),
+        {SCHEDULER_PLUGINS_API_VERSION: None},
+        0,
+        True,
+        False,
+    ),
+    "the other scheduler's PodGroup is not read": (
+        Gang(VOLCANO, True),
+        {SCHEDULER_PLUGINS_API_VERSION: 2},
+        2,
+        False,
+        False,
+    ),
+    "suspended: no PodGroup in the response": (
+        Gang(VOLCANO, False),
+        {VOLCANO_API_VERSION: 2},
+        2,
+        False,
+        False,
+    ),
+    "no gang scheduling": (Gang(), {VOLCANO_API_VERSION: 2}, 2, False, False),
+}
+
+
+@pytest.mark.parametrize(
+    ("gang", "sizes", "workers", "launcher_pending", "want"), HOLD_CASES.values(), ids=HOLD_CASES.keys()
+)
+def test_new_workers_wait_for_the_podgroup_that_counts_them(
+    gang: Gang, sizes: dict[str, int | None], workers: int, launcher_pending: bool, want: bool
+) -> None:
+    specs = {version: PodGroupSpec(min_member=members) for version, members in sizes.items()}
+    job = defaulted(mpijob().workers(workers))
+    seen = observed(podgroup_specs=specs)
+    assert gang_scheduling.holds_new_workers(gang, seen, job, launcher_pending=launcher_pending) is want
