@@ -104,11 +104,12 @@ def _gang_waits(gang: Gang, group: str) -> ConditionIntent:
 
 def _says(waiting: GangWait) -> str:
     said = one_line(waiting.message).rstrip(" .")
-    if waiting.unplaced:  # scheduler-plugins: no message, its phase and the Pods it could not place
+    if waiting.unplaced:  # scheduler-plugins: its phase, and the first Pod it could not place says why
         workers = "worker" if waiting.unplaced == 1 else "workers"
-        return (
-            f"is {waiting.phase}: the scheduler could not place {waiting.unplaced} of the job's {workers}"
-            " (kubectl describe pod says why)"
-        )
+        why = f"({said})" if said else "(kubectl describe pod says why)"
+        placed = f"the scheduler could not place {waiting.unplaced} of the job's {workers}"
+        return f"is {waiting.phase}: {placed} {why}"
     where = f"is {waiting.phase}" if waiting.phase else "is not scheduled"
+    if waiting.queue:
+        where += f" in queue {waiting.queue}"
     return f"{where}: {said}" if said else where

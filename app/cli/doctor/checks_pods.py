@@ -39,13 +39,16 @@ def _container_spec(pod: dict[str, Any], name: str) -> dict[str, Any]:
     return next((c for c in containers if c.get("name") == name), {})
 
 
-def _last_warning(facts: Facts, pod: str, reasons: frozenset[str] | None = None) -> tuple[str, ...]:
-    events = [e for e in facts.events(pod) if reasons is None or e.get("reason") in reasons]
+def _last_warning(
+    facts: Facts, pod: str, reasons: frozenset[str] | None = None, *, kind: str = "Pod", uid: str = ""
+) -> tuple[str, ...]:
+    """The newest Warning about the Pod ``pod`` (or the ``kind`` object, ``uid`` when given)."""
+    events = [e for e in facts.events(pod, uid=uid) if reasons is None or e.get("reason") in reasons]
     if not events:
         return ()
     event = events[-1]
     count = f" (x{event['count']})" if (event.get("count") or 1) > 1 else ""
-    return (f"Event {event.get('reason')}{count} on Pod {pod}: {one_line(event.get('message'))}",)
+    return (f"Event {event.get('reason')}{count} on {kind} {pod}: {one_line(event.get('message'))}",)
 
 
 @check(
@@ -160,17 +163,21 @@ def podgroup_cannot_be_met(facts: Facts) -> Problem | None:
             )
         waiting = facts.observed.gang_wait(kind)  # the hook's own reading (GangScheduled=False)
         if waiting is not None:
-            return _gang_held(facts, kind, waiting, minimum if isinstance(minimum, int) else None)
+            return _gang_held(facts, group, waiting, minimum if isinstance(minimum, int) else None)
     return None
 
 
-def _gang_held(facts: Facts, kind: str, waiting: GangWait, minimum: int | None) -> Problem:
-    said = waiting.message or (
-        f"phase {waiting.phase}, {waiting.unplaced} worker(s) not placed" if waiting.unplaced else ""
-    )
-    phase = f"phase {waiting.phase}, " if waiting.phase and waiting.message else ""
+def _gang_held(facts: Facts, group: dict[str, Any], waiting: GangWait, minimum: int | None) -> Problem:
+    kind = str(group.get("apiVersion", "PodGroup"))
+    uid = str((group.get("metadata") or {}).get("uid", ""))
+    if waiting.unplaced:  # scheduler-plugins: a phase only; the Pod's line below says why
+        held = f"phase {waiting.phase}, {waiting.reason}: {waiting.unplaced} worker(s) not placed"
+    else:
+        phase = f"phase {waiting.phase}, " if waiting.phase and waiting.message else ""
+        held = f"{phase}{waiting.reason}: {one_line(waiting.message)}"
+    said = waiting.message or held
     unplaced = next((p for p in _by_name(facts) if _refused(p)), None)
-    evidence = [f"PodGroup {facts.name} ({kind}): {phase}{waiting.reason}: {one_line(said)}"]
+    evidence = [f"PodGroup {facts.name} ({kind}): {held}"]
     if unplaced is not None:
         scheduled = condition(unplaced, "PodScheduled") or {}
         evidence.append(
@@ -180,7 +187,7 @@ def _gang_held(facts: Facts, kind: str, waiting: GangWait, minimum: int | None) 
     return Problem(
         "podgroup-cannot-be-met",
         f"the scheduler holds the gang of PodGroup {facts.name} ({waiting.reason}): {one_line(said, 160)}",
-        (*evidence, *_last_warning(facts, facts.name)),
+        (*evidence, *_last_warning(facts, facts.name, kind="PodGroup", uid=uid)),
         _gang_fix(facts, waiting, minimum),
     )
 
@@ -201,9 +208,14 @@ def _gang_fix(facts: Facts, waiting: GangWait, minimum: int | None) -> str:
             " domain has the capacity, or fix or remove the annotation"
         )
     gang = f"all {minimum} Pods" if minimum is not None else "all its Pods"
+    queue = (
+        f" (in the queue's capability too: kubectl get queues.scheduling.volcano.sh {waiting.queue} -o yaml)"
+        if waiting.queue
+        else ""
+    )
     return (
-        f"the gang starts only when {gang} fit at once: free capacity (or wait for the jobs that hold it),"
-        " lower the Pods' requests or the workers, or lower spec.runPolicy.schedulingPolicy.minAvailable"
+        f"the gang starts only when {gang} fit at once{queue}: free capacity (or wait for the jobs that hold"
+        " it), lower the Pods' requests or the workers, or lower spec.runPolicy.schedulingPolicy.minAvailable"
     )
 
 

@@ -202,12 +202,14 @@ class Facts:
         created = parse_time((obj.get("metadata") or {}).get("creationTimestamp"))
         return (self.now - created).total_seconds() if created else 0.0
 
-    def events(self, name: str, *, warning: bool = True) -> list[dict[str, Any]]:
-        """The Events about the object ``name``, oldest first."""
+    def events(self, name: str, *, warning: bool = True, uid: str = "") -> list[dict[str, Any]]:
+        """The Events about the object ``name`` (that very object when ``uid`` is given, not an earlier
+        one of the same name), oldest first."""
         return [
             e
             for e in self.snap.events
-            if (e.get("involvedObject") or {}).get("name") == name
+            if (about := e.get("involvedObject") or {}).get("name") == name
+            and (not uid or about.get("uid") == uid)
             and (not warning or e.get("type") == "Warning")
         ]
 

@@ -99,7 +99,7 @@ UNSCHEDULABLE = {"type": "Unschedulable", "status": "True", "reason": "NotEnough
             {"phase": "Scheduling"},
             {"minMember": 3},
             "podgroup-cannot-be-met",
-            f"PodGroup pi ({PLUGINS}): Unschedulable: phase Scheduling, 2 worker(s) not placed",
+            f"PodGroup pi ({PLUGINS}): phase Scheduling, Unschedulable: 2 worker(s) not placed",
         ),
     ],
     ids=["volcano: Pending", "volcano: Running with a stale condition", "scheduler-plugins: Scheduling"],

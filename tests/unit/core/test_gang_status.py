@@ -222,3 +222,50 @@ def test_a_lint_warning_still_goes_first() -> None:
     first = run(sync_request(job, podgroup="kubernetes"), KUBERNETES)
     held = _next_sync(job, first, _scheduled("False", "Unschedulable", HELD_MESSAGE))
     assert types(held) == ["Warning", "GangScheduled", "Created"]
+
+
+# What Volcano v1.14.1 and the coscheduler v0.34.7 wrote on the real node (tests/node/test_node_gangs.py).
+VOLCANO_HELD = "3/3 tasks in gang unschedulable: pod group is not ready, 3 Pending, 3 minAvailable"
+COSCHEDULER_REFUSED = "0/1 nodes are available: resource gap: map[cpu:{{850 -3} {<nil>}  DecimalSI}]."
+
+
+def _held_by(backend: str, setting: str, group: dict[str, Any], worker_scheduled: dict[str, Any]) -> str:
+    """The GangScheduled message of a job whose PodGroup (in ``backend``) and workers say ``group`` and
+    ``worker_scheduled``."""
+    settings = Settings(gang_scheduling=setting)
+    job = mpijob().set("spec.runPolicy.schedulingPolicy", {"queue": "small"}).build()
+    first = run(sync_request(job, podgroup=backend), settings)
+    children = [observe(c) for c in first["children"]]
+    for child in children:
+        if child["kind"] == "PodGroup":
+            child["status"] = group
+        elif child["kind"] == "Pod":
+            child["status"] = {"phase": "Pending", "conditions": [worker_scheduled]}
+    held = run(sync_request({**job, "status": first["status"]}, children, podgroup=backend), settings)
+    (gang,) = [c for c in held["status"]["conditions"] if c["type"] == "GangScheduled"]
+    return str(gang["message"])
+
+
+def test_volcano_says_which_queue_holds_the_gang() -> None:
+    unschedulable = {"type": "Unschedulable", "status": "True", "reason": "NotEnoughResources"}
+    group = {"phase": "Pending", "conditions": [{**unschedulable, "message": VOLCANO_HELD}]}
+    said = _held_by("volcano", "volcano", group, {"type": "PodScheduled", "status": "False"})
+    assert said == (
+        f"PodGroup pi (scheduling.volcano.sh/v1beta1) is Pending in queue small: {VOLCANO_HELD}. No Pod of"
+        " the gang starts until all of them fit at once."
+    )
+
+
+def test_the_coscheduler_says_why_through_the_first_worker_it_refused() -> None:
+    refused = {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}
+    said = _held_by(
+        "plugins",
+        "scheduler-plugins-scheduler",
+        {"phase": "Scheduling"},
+        {**refused, "message": COSCHEDULER_REFUSED},
+    )
+    why = COSCHEDULER_REFUSED.rstrip(".")
+    assert said == (
+        "PodGroup pi (scheduling.x-k8s.io/v1alpha1) is Scheduling: the scheduler could not place 2 of the"
+        f" job's workers (pi-worker-0: {why}). No Pod of the gang starts until all of them fit at once."
+    )

@@ -4,7 +4,7 @@ sync request carries it, into whether (and why) the scheduler holds the gang.
 The statuses are the schedulers' own documented ones: the Workload API's ``PodGroupInitiallyScheduled``
 condition (1.37; ``PodGroupScheduled`` in 1.36; reasons ``Unschedulable``, ``SchedulerError``), Volcano's
 ``Unschedulable`` condition with its phase, scheduler-plugins' phase (no condition, no message) with the
-Pods' ``PodScheduled``.
+Pods' ``PodScheduled`` (the message of the coscheduler v0.34.7 seen on the real node).
 """
 
 from __future__ import annotations
@@ -49,6 +49,13 @@ def worker(index: int, scheduled: dict[str, str] | None = None) -> dict[str, Any
 
 
 UNPLACED = condition("PodScheduled", "False", "Unschedulable", "0/1 nodes are available: 1 Insufficient cpu.")
+# What the coscheduler wrote on a worker of a gang too big for the real node (tests/node/test_node_gangs.py).
+COSCHEDULER_MESSAGE = (
+    "0/1 nodes are available: resource gap: map[cpu:{{850 -3} {<nil>}  DecimalSI}]. no new claims to"
+    " deallocate, preemption: 0/1 nodes are available: 1 Preemption is not helpful for scheduling.,"
+    " PodGroup default/pi gets rejected due to Pod pi-worker-0 is unschedulable even after PostFilter"
+)
+REFUSED = condition("PodScheduled", "False", "Unschedulable", COSCHEDULER_MESSAGE)
 GATED = condition("PodScheduled", "False", "SchedulingGated", "Scheduling is blocked")
 PLACED = condition("PodScheduled", "True")
 PREEMPTED_MESSAGE = "default-scheduler: preempting to accommodate a higher priority PodGroup"
@@ -144,23 +151,31 @@ CASES: dict[str, tuple[str, dict[str, Any] | None, list[dict[str, str] | None], 
         [],
         None,
     ),
-    "scheduler-plugins: Scheduling, two workers not placed": (
+    "scheduler-plugins: Scheduling, two workers not placed; the first says why": (
         "plugins",
         {"phase": "Scheduling"},
-        [UNPLACED, UNPLACED],
-        GangWait("Unschedulable", "", "Scheduling", 2),
+        [REFUSED, REFUSED],
+        GangWait("Unschedulable", f"pi-worker-0: {COSCHEDULER_MESSAGE}", "Scheduling", 2),
     ),
     "scheduler-plugins: Pending (fewer Pods than minMember), one refused": (
         "plugins",
         {"phase": "Pending"},
-        [UNPLACED, None],
-        GangWait("Unschedulable", "", "Pending", 1),
+        [None, REFUSED],
+        GangWait("Unschedulable", f"pi-worker-1: {COSCHEDULER_MESSAGE}", "Pending", 1),
+    ),
+    "scheduler-plugins: a refused Pod without a message": (
+        "plugins",
+        {"phase": "Scheduling"},
+        [condition("PodScheduled", "False", "Unschedulable")],
+        GangWait("Unschedulable", "", "Scheduling", 1),
     ),
     "scheduler-plugins before v0.26.7: PreScheduling": (
         "plugins",
         {"phase": "PreScheduling"},
         [UNPLACED],
-        GangWait("Unschedulable", "", "PreScheduling", 1),
+        GangWait(
+            "Unschedulable", "pi-worker-0: 0/1 nodes are available: 1 Insufficient cpu.", "PreScheduling", 1
+        ),
     ),
     "scheduler-plugins: Scheduling, no Pod refused yet": ("plugins", {"phase": "Scheduling"}, [None], None),
     "scheduler-plugins: a gated Pod is not the scheduler's verdict": (
@@ -191,3 +206,12 @@ def test_another_jobs_podgroup_says_nothing_of_this_one() -> None:
     observed = classify("pi", request)
     assert observed.podgroups == frozenset()
     assert observed.gang_wait(PODGROUP_API_VERSIONS["kubernetes"]) is None
+
+
+def test_volcano_names_the_queue_the_gang_waits_in() -> None:
+    """Volcano's message does not name the queue whose capability holds the gang; the hook adds it."""
+    held = {"phase": "Pending", "conditions": [condition("Unschedulable", "True", "NotEnoughResources", "x")]}
+    group = {**podgroup("volcano", held), "spec": {"minMember": 3, "queue": "small"}}
+    request = decode_request(orjson.dumps(sync_request(mpijob().build(), [group], podgroup="volcano")))
+    want = GangWait("NotEnoughResources", "x", "Pending", queue="small")
+    assert classify("pi", request).gang_wait(PODGROUP_API_VERSIONS["volcano"]) == want
