@@ -6,8 +6,9 @@
   ``EXTERNALLY-MANAGED`` removed), so that the project's ``Dockerfile`` builds unchanged.
 - the hook, from the project's ``Dockerfile`` (recipes.py names the rest: MPI images, Metacontroller).
 
-Builds run with ``--isolation chroot`` in a storage of their own under ``.node/`` (override with
-``MPI_HOOK_NODE_CACHE``), keyed by a hash of everything that goes in, so a re-run rebuilds only what changed.
+Builds run with ``--isolation chroot`` in a storage of their own outside the clone
+(``~/.cache/mpi-operator-hook/node/``; override with ``MPI_HOOK_NODE_CACHE``), keyed by a hash of everything
+that goes in, so a re-run (or CI's fresh clone) rebuilds only what changed.
 PyPI is reached through a TLS-intercepting proxy whose CA is only in the host's bundle: ``/etc/ssl/certs``
 is mounted read-only into each build step, never copied into an image.
 """
@@ -25,7 +26,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
-CACHE = Path(os.environ.get("MPI_HOOK_NODE_CACHE", ROOT / ".node"))
+_USER_CACHE = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+CACHE = Path(os.environ.get("MPI_HOOK_NODE_CACHE") or _USER_CACHE / "mpi-operator-hook" / "node")
 MIRROR = os.environ.get("MPI_HOOK_NODE_DEBIAN_MIRROR", "http://deb.debian.org/debian")
 PREFIX = "localhost/mpi-hook-node"
 # What the Dockerfile copies (and its .dockerignore): the build context, without .venv, .node, ...
