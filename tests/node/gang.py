@@ -10,10 +10,13 @@ install.
 
 from __future__ import annotations
 
+import time
+from collections.abc import Callable
+from dataclasses import dataclass
 from typing import Any
 
 from tests.e2e import jobs
-from tests.e2e.kube import Kube
+from tests.e2e.kube import Kube, wait_for
 from tests.node import runs
 from tests.node.conftest import RealNode
 from tests.node.quickstart import quick_start_blocks
@@ -81,3 +84,31 @@ def unscheduled_reasons(pods: list[dict[str, Any]]) -> set[str]:
             if condition["type"] == "PodScheduled" and condition["status"] == "False":
                 found.add(f"{condition.get('reason')}: {condition.get('message')}")
     return found
+
+
+@dataclass(frozen=True)
+class ScaleSample:
+    """One look at a job being scaled up: the new worker Pod (exists, bound) and the PodGroup's gang size."""
+
+    seconds: float
+    exists: bool
+    bound: bool
+    size: int
+
+
+def scale_up(kube: Kube, ns: str, name: str, size: Callable[[], int], timeout: float) -> list[ScaleSample]:
+    """Scale the running job ``name`` from one worker to two; sample the new worker, then the PodGroup's gang
+    size (``size``: 0 while there is none), in that order, until the worker is bound. Read in that order, a
+    sample with the new worker and the old size would show the worker created first."""
+    samples: list[ScaleSample] = []
+    began = time.monotonic()
+    kube.patch("mpijobs", ns, name, {"spec": {"mpiReplicaSpecs": {"Worker": {"replicas": 2}}}})
+
+    def bound() -> bool:
+        pod = kube.get("pods", ns, f"{name}-worker-1")
+        placed = pod is not None and bool(pod["spec"].get("nodeName"))
+        samples.append(ScaleSample(time.monotonic() - began, pod is not None, placed, size()))
+        return placed
+
+    wait_for(bound, timeout, f"{ns}/{name}'s new worker bound")
+    return samples

@@ -360,6 +360,43 @@ def test_the_pi_example_runs_through_the_gang(
     record_property("e2e_summary", f"gang: examples/pi/pi.yaml apply -> Succeeded in {took:.1f} s")
 
 
+def test_workers_scaled_up_on_a_running_job_join_the_podgroup_it_has(
+    backend: Kube, ns: str, record_property: pytest.RecordProperty
+) -> None:
+    """A running job of one worker scaled to two. The Workload API's PodGroup is immutable: the hook's
+    PodGroup of minCount 3 replaces it (Metacontroller's Recreate), but the apiserver keeps the old one,
+    marked for deletion, while its Pods run (finalizer ``scheduling.k8s.io/podgroup-protection``); the new
+    worker joins that one and is bound (the other backends update minMember first: test_node_gangs.py)."""
+    kube = backend
+    each = workloads.settled_free_cpu(kube, gang.INSTALLED) // 4
+    job = gang.sized(runs.gated("grow"), each)
+    job["spec"]["mpiReplicaSpecs"]["Worker"]["replicas"] = 1
+    runs.apply(kube, ns, job)
+    runs.running(kube, ns, "grow")
+    samples = gang.scale_up(kube, ns, "grow", lambda: _min_count(kube, ns, "grow"), BIND_SECONDS)
+    group = workloads.get(kube, "podgroups", ns, "grow") or {}
+    assert group["spec"]["schedulingPolicy"]["gang"]["minCount"] == 2, group
+    kept = wait_for(lambda: _protected(kube, ns, "grow"), 30, "the old PodGroup marked for deletion, kept")
+    kube.kubectl("-n", ns, "delete", "mpijob", "grow", "--wait=false")
+    record_property(
+        "e2e_summary",
+        f"gang scaling: workers 1 -> 2 on a running job: the new worker bound at {samples[-1].seconds:.1f} s"
+        f" in the PodGroup of minCount 2, which is marked for deletion and kept by {kept}",
+    )
+
+
+def _min_count(kube: Kube, ns: str, name: str) -> int:
+    group = workloads.get(kube, "podgroups", ns, name) or {}
+    return int(group.get("spec", {}).get("schedulingPolicy", {}).get("gang", {}).get("minCount", 0))
+
+
+def _protected(kube: Kube, ns: str, name: str) -> str | None:
+    """The finalizers that keep the PodGroup ``name`` once it is marked for deletion, or None."""
+    metadata = (workloads.get(kube, "podgroups", ns, name) or {}).get("metadata", {})
+    finalizers = metadata.get("finalizers") or []
+    return ", ".join(finalizers) if metadata.get("deletionTimestamp") and finalizers else None
+
+
 def _with_priority(job: dict[str, Any], priority_class: str) -> dict[str, Any]:
     """``job`` with ``priority_class`` on its launcher and workers (the PodGroup takes it, as Volcano's)."""
     for spec in gang.pod_specs(job):
