@@ -112,3 +112,24 @@ def scale_up(kube: Kube, ns: str, name: str, size: Callable[[], int], timeout: f
 
     wait_for(bound, timeout, f"{ns}/{name}'s new worker bound")
     return samples
+
+
+PROBE_NAMESPACE = "gang-overlay-probe"
+
+
+def wait_until_declared(kube: Kube, podgroup: Callable[[str, str], dict[str, Any] | None]) -> None:
+    """Until a job gets its PodGroup (``podgroup(namespace, name)``, in the overlay's kind): Metacontroller
+    takes an overlay's new child declaration a while after the apply (longer under load, or when an earlier
+    overlay's CRD was just deleted), and a job synced before then runs without its gang, as the hook says
+    (GangSchedulingUnavailable)."""
+    kube.kubectl("create", "namespace", PROBE_NAMESPACE)
+    try:
+        runs.apply(kube, PROBE_NAMESPACE, sized(runs.gated("probe"), 50))
+        taken = "the probe job's PodGroup (the overlay taken)"
+        wait_for(lambda: podgroup(PROBE_NAMESPACE, "probe"), 180, taken)
+    finally:  # the gated launcher ignores SIGTERM: its Pods go at once, not after 30 s
+        kube.kubectl("-n", PROBE_NAMESPACE, "delete", "mpijob", "probe", "--wait=false", check=False)
+        kube.kubectl(
+            "-n", PROBE_NAMESPACE, "delete", "pods", "--all", "--grace-period=0", "--force", check=False
+        )
+        kube.kubectl("delete", "namespace", PROBE_NAMESPACE, "--wait=true", "--timeout=120s", check=False)

@@ -152,6 +152,8 @@ def backend(real_node: RealNode) -> Iterator[Kube]:
     start's ``deploy/`` (later tests expect no gang scheduling)."""
     gang.install(real_node, gang.OVERLAY)
     assert gang.gang_setting(real_node.kube) == "kubernetes"
+    kube = real_node.kube
+    gang.wait_until_declared(kube, lambda ns, name: workloads.get(kube, "podgroups", ns, name))
     try:
         yield real_node.kube
     finally:

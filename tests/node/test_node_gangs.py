@@ -111,8 +111,10 @@ def backend(real_node: RealNode, request: pytest.FixtureRequest) -> Iterator[Bac
         scheduler.neighbour.install(kube, objects)
         cluster.timings[f"{scheduler.name} {built.version} installed"] = time.monotonic() - began
     gang.install(real_node, scheduler.overlay)
+    backend = Backend(scheduler, real_node)
+    gang.wait_until_declared(kube, lambda ns, name: backend.podgroup(ns, name))
     try:
-        yield Backend(scheduler, real_node)
+        yield backend
     finally:
         gang.install(real_node, gang.QUICK_START)
         if objects:
