@@ -60,11 +60,14 @@ def _builder(
     )
 
 
-def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
-    pem = key.private_bytes(
+def _key_pem(key: ec.EllipticCurvePrivateKey) -> bytes:
+    return key.private_bytes(
         serialization.Encoding.PEM, serialization.PrivateFormat.PKCS8, serialization.NoEncryption()
     )
-    path.write_bytes(pem)
+
+
+def _write_key(path: Path, key: ec.EllipticCurvePrivateKey) -> None:
+    path.write_bytes(_key_pem(key))
     path.chmod(0o600)
 
 
@@ -107,6 +110,22 @@ def _ca() -> tuple[x509.Certificate, ec.EllipticCurvePrivateKey]:
         .sign(key, hashes.SHA256())
     )
     return cert, key
+
+
+def serving_pem(common: str, dns_names: tuple[str, ...]) -> dict[str, str]:
+    """A new CA and a serving certificate for ``dns_names`` signed by it (a webhook's), in PEM, keyed as a
+    TLS Secret with its CA holds them: ``ca.crt``, ``tls.crt``, ``tls.key``."""
+    ca = _ca()
+    key = _key()
+    cert = (
+        _builder(_name(common), ca[0].subject, key.public_key())
+        .add_extension(x509.ExtendedKeyUsage([ExtendedKeyUsageOID.SERVER_AUTH]), critical=False)
+        .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in dns_names]), critical=False)
+        .sign(ca[1], hashes.SHA256())
+    )
+    pem = serialization.Encoding.PEM
+    return {"ca.crt": ca[0].public_bytes(pem).decode(), "tls.crt": cert.public_bytes(pem).decode(),
+            "tls.key": _key_pem(key).decode()}  # fmt: skip
 
 
 FILES = ("ca.crt", "ca.key", "apiserver.crt", "apiserver.key", "admin.crt", "admin.key", "sa.pub", "sa.key")

@@ -34,21 +34,14 @@ NAMESPACE = "scheduler-plugins"
 RELEASE = "scheduler-plugins"
 CHART = "manifests/install/charts/as-a-second-scheduler"
 CRDS = ("manifests/coscheduling/crd.yaml", "manifests/capacityscheduling/crd.yaml")
-API = "scheduling.x-k8s.io/v1alpha1"
-# The chart's scheduler name: the one deploy/overlays/scheduler-plugins sets on the hook.
-SCHEDULER_NAME = "scheduler-plugins-scheduler"
 # The chart's image of each program.
 IMAGES = {"scheduler": "registry.k8s.io/scheduler-plugins/kube-scheduler",
           "controller": "registry.k8s.io/scheduler-plugins/controller"}  # fmt: skip
 UNSCHEDULABLE_FLUSH = "20s"
 
 
-def image(built: Built, program: str) -> str:
-    return f"{IMAGES[program]}:{built.version}"
-
-
 def recipes(built: Built) -> list[Recipe]:
-    return [neighbours.recipe(built, image(built, program), program) for program in IMAGES]
+    return neighbours.recipes(built, IMAGES)
 
 
 def manifests(built: Built) -> list[dict[str, Any]]:
@@ -56,8 +49,8 @@ def manifests(built: Built) -> list[dict[str, Any]]:
     values = [
         "plugins.enabled={Coscheduling}",
         f"scheduler.command={{/manager,--pod-max-in-unschedulable-pods-duration={UNSCHEDULABLE_FLUSH}}}",
-        f"scheduler.image={image(built, 'scheduler')}",
-        f"controller.image={image(built, 'controller')}",
+        f"scheduler.image={neighbours.image(built, IMAGES['scheduler'])}",
+        f"controller.image={neighbours.image(built, IMAGES['controller'])}",
     ]
     command = [str(helm.helm()), "template", RELEASE, str(built.module / CHART), "--namespace", NAMESPACE]
     for value in values:

@@ -37,6 +37,16 @@ def recipe(built: Built, image: str, program: str = "") -> Recipe:
     )
 
 
+def image(built: Built, repository: str) -> str:
+    """A program's image: the repository its manifests name, tagged with the release built."""
+    return f"{repository}:{built.version}"
+
+
+def recipes(built: Built, repositories: dict[str, str]) -> list[Recipe]:
+    """One image per program of a neighbour that has several (``repositories`` by program name)."""
+    return [recipe(built, image(built, repository), program) for program, repository in repositories.items()]
+
+
 def kustomize(write: Callable[[Path], None]) -> list[dict[str, Any]]:
     """The objects ``kubectl kustomize`` renders from a folder that ``write`` fills (its kustomization names
     the module's trees by relative path: kustomize takes no absolute one)."""

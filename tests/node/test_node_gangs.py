@@ -50,10 +50,6 @@ class Scheduler:
     overlay: str
     namespace: str  # where its programs run
 
-    @property
-    def plural(self) -> str:
-        return f"podgroups.{self.api_version.split('/')[0]}"
-
 
 SCHEDULERS = {
     "volcano": Scheduler("volcano", volcano, VOLCANO_API_VERSION, VOLCANO_OVERLAY, volcano.NAMESPACE),

@@ -14,15 +14,11 @@ as its release manifest installs them.
 
 from __future__ import annotations
 
-import datetime
 from typing import Any
 
 import yaml
-from cryptography import x509
-from cryptography.hazmat.primitives import hashes, serialization
-from cryptography.hazmat.primitives.asymmetric import ec
-from cryptography.x509.oid import NameOID
 
+from tests.e2e import pki
 from tests.e2e.kube import Kube
 from tests.node import neighbours
 from tests.node.images import Recipe
@@ -31,22 +27,19 @@ from tests.support.neighbour_builds import Built
 NAMESPACE = "volcano-system"
 MANIFEST = "installer/volcano-development.yaml"
 API = "scheduling.volcano.sh/v1beta1"
-SCHEDULER = "volcano-scheduler"
-# The manifest's image of each program (docker.io/volcanosh/<image>:<release>).
-IMAGES = {"scheduler": "vc-scheduler", "controller-manager": "vc-controller-manager",
-          "webhook-manager": "vc-webhook-manager"}  # fmt: skip
+# The manifest's image of each program (its tag: the release).
+IMAGES = {
+    program: f"docker.io/volcanosh/vc-{program}"
+    for program in ("scheduler", "controller-manager", "webhook-manager")
+}
 ADMISSION_SERVICE = "volcano-admission-service"
 ADMISSION_SECRET = "volcano-admission-secret"
 HELM_HOOK = "helm.sh/hook"
 MONITORING = "volcano-monitoring"
 
 
-def image(built: Built, program: str) -> str:
-    return f"docker.io/volcanosh/{IMAGES[program]}:{built.version}"
-
-
 def recipes(built: Built) -> list[Recipe]:
-    return [neighbours.recipe(built, image(built, program), program) for program in IMAGES]
+    return neighbours.recipes(built, IMAGES)
 
 
 def manifests(built: Built) -> list[dict[str, Any]]:
@@ -56,8 +49,8 @@ def manifests(built: Built) -> list[dict[str, Any]]:
     kept = [o for o in objects if not _helm_hook(o) and o["metadata"].get("name") != MONITORING]
     for deployment in (o for o in kept if o["kind"] == "Deployment"):
         for container in deployment["spec"]["template"]["spec"]["containers"]:
-            program = next(p for p, name in IMAGES.items() if f"/{name}:" in container["image"])
-            container["image"] = image(built, program)
+            program = next(p for p, name in IMAGES.items() if container["image"].startswith(f"{name}:"))
+            container["image"] = neighbours.image(built, IMAGES[program])
             container["imagePullPolicy"] = "IfNotPresent"
     return [*kept, admission_secret()]
 
@@ -69,44 +62,12 @@ def _helm_hook(made: dict[str, Any]) -> bool:
 def admission_secret() -> dict[str, Any]:
     """What the admission-init Job's script stores: a CA and the admission Service's certificate."""
     service = f"{ADMISSION_SERVICE}.{NAMESPACE}.svc"
-    now = datetime.datetime.now(datetime.UTC)
-    ca_key = ec.generate_private_key(ec.SECP256R1())
-    ca_name = x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, f"volcano-admission-ca.{NAMESPACE}")])
-    ca = (
-        x509.CertificateBuilder()
-        .subject_name(ca_name)
-        .issuer_name(ca_name)
-        .public_key(ca_key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.BasicConstraints(ca=True, path_length=None), critical=True)
-        .sign(ca_key, hashes.SHA256())
-    )
-    key = ec.generate_private_key(ec.SECP256R1())
-    names = [ADMISSION_SERVICE, f"{ADMISSION_SERVICE}.{NAMESPACE}", service]
-    certificate = (
-        x509.CertificateBuilder()
-        .subject_name(x509.Name([x509.NameAttribute(NameOID.COMMON_NAME, service)]))
-        .issuer_name(ca_name)
-        .public_key(key.public_key())
-        .serial_number(x509.random_serial_number())
-        .not_valid_before(now - datetime.timedelta(minutes=5))
-        .not_valid_after(now + datetime.timedelta(days=1))
-        .add_extension(x509.SubjectAlternativeName([x509.DNSName(n) for n in names]), critical=False)
-        .sign(ca_key, hashes.SHA256())
-    )
-    pem = serialization.Encoding.PEM
-    key_pem = key.private_bytes(pem, serialization.PrivateFormat.PKCS8, serialization.NoEncryption())
+    names = (ADMISSION_SERVICE, f"{ADMISSION_SERVICE}.{NAMESPACE}", service)
     return {
         "apiVersion": "v1",
         "kind": "Secret",
         "metadata": {"name": ADMISSION_SECRET, "namespace": NAMESPACE},
-        "stringData": {
-            "tls.crt": certificate.public_bytes(pem).decode(),
-            "tls.key": key_pem.decode(),
-            "ca.crt": ca.public_bytes(pem).decode(),
-        },
+        "stringData": pki.serving_pem(service, names),
     }
 
 
