@@ -17,7 +17,7 @@ from typing import Any
 
 from tests.e2e import jobs
 from tests.e2e.kube import Kube, wait_for
-from tests.node import runs
+from tests.node import runs, workloads
 from tests.node.conftest import RealNode
 from tests.node.quickstart import quick_start_blocks
 from tests.support.kubernetes_releases import NODE_RELEASE
@@ -133,3 +133,59 @@ def wait_until_declared(kube: Kube, podgroup: Callable[[str, str], dict[str, Any
             "-n", PROBE_NAMESPACE, "delete", "pods", "--all", "--grace-period=0", "--force", check=False
         )
         kube.kubectl("delete", "namespace", PROBE_NAMESPACE, "--wait=true", "--timeout=120s", check=False)
+
+
+def gang_held(kube: Kube, ns: str, name: str) -> dict[str, Any] | None:
+    """The MPIJob's GangScheduled=False condition, or None."""
+    held = jobs.conditions(jobs.get(kube, ns, name)).get("GangScheduled")
+    return held if held is not None and held.get("status") == "False" else None
+
+
+@dataclass(frozen=True)
+class OneAfterTheOther:
+    """What ``one_after_the_other`` saw: each job's Pods by CPU, when each was whole, what each said."""
+
+    free: int
+    each: int
+    took: float  # until both Succeeded
+    checked: float  # with the checks after
+    whole: dict[str, float]
+    first: str
+    second: str
+    samples: int
+    waited: dict[str, str]  # the GangScheduled=False each said while it waited (none: it did not)
+
+
+def one_after_the_other(kube: Kube, ns: str, installed: tuple[str, ...], timeout: float) -> OneAfterTheOther:
+    """Two pi jobs of 3 Pods that fit only one at a time, applied together: both Succeed, each whole at
+    some point and never partly bound, never both holding the node, each rank on its hostfile."""
+    free = workloads.settled_free_cpu(kube, installed)
+    each = free // 3  # three Pods fit, four do not
+    began = time.monotonic()
+    names = ("one", "two")
+    for name in names:
+        runs.apply(kube, ns, pi(name, each))
+    watch = workloads.Watch(lambda: {n: job_pods(kube, ns, n) for n in names})
+    waited: dict[str, str] = {}
+
+    def both_succeeded(_: dict[str, int]) -> bool:
+        for name in names:
+            if name not in waited and (held := gang_held(kube, ns, name)) is not None:
+                waited[name] = f"{held['reason']}: {held['message'][:160]}"
+        return all(
+            jobs.conditions(jobs.get(kube, ns, n)).get("Succeeded", {}).get("status") == "True" for n in names
+        )
+
+    took = watch.until(both_succeeded, timeout, "both jobs Succeeded")
+    whole = {n: watch.whole_at(n, 3) for n in names}
+    assert None not in whole.values(), (whole, watch.samples)
+    for name in names:
+        assert watch.partial_start(name, 3) == [], (name, watch.samples)
+    overlap = [(t, c) for t, c in watch.samples if c["one"] and c["two"]]
+    assert overlap == [], overlap
+    first, second = sorted(names, key=lambda n: whole[n] or 0)
+    for name in names:
+        runs.assert_ran_on_hostfile(kube, ns, name, 2)
+    times = {n: t for n, t in whole.items() if t is not None}
+    checked = time.monotonic() - began
+    return OneAfterTheOther(free, each, took, checked, times, first, second, len(watch.samples), waited)

@@ -186,7 +186,7 @@ def test_a_gang_job_too_big_for_the_node_binds_no_pod_and_says_why(
     assert reasons and all(r.startswith("Unschedulable") for r in reasons), reasons
     # The MPIJob says why, with the scheduler's reason, while none of its Pods is bound: the hook read the
     # PodGroup's verdict in the sync it caused (long before the hold ended; the wait is only a margin).
-    held = wait_for(lambda: _gang_scheduled(kube, ns, "big"), 10, "the MPIJob's GangScheduled=False")
+    held = wait_for(lambda: gang.gang_held(kube, ns, "big"), 10, "the MPIJob's GangScheduled=False")
     assert watch.sample()["big"] == 0, watch.samples
     assert (held["status"], held["reason"]) == ("False", verdict.get("reason")), held
     assert held["message"].startswith(f"PodGroup big ({workloads.WORKLOAD_API}) is not scheduled: "), held
@@ -206,44 +206,17 @@ def test_a_gang_job_too_big_for_the_node_binds_no_pod_and_says_why(
     )
 
 
-def _gang_scheduled(kube: Kube, ns: str, name: str) -> dict[str, Any] | None:
-    """The MPIJob's GangScheduled=False condition, or None."""
-    held = jobs.conditions(jobs.get(kube, ns, name)).get("GangScheduled")
-    return held if held is not None and held.get("status") == "False" else None
-
-
 def test_two_gang_jobs_that_fit_only_one_at_a_time_run_one_after_the_other(
     backend: Kube, ns: str, record_property: pytest.RecordProperty
 ) -> None:
-    kube = backend
-    free = workloads.settled_free_cpu(kube, gang.INSTALLED)
-    each = free // 3  # three Pods fit, four do not
-    began = time.monotonic()
-    for name in ("one", "two"):
-        runs.apply(kube, ns, gang.pi(name, each))
-    watch = workloads.Watch(lambda: {n: gang.job_pods(kube, ns, n) for n in ("one", "two")})
-
-    def both_succeeded(_: dict[str, int]) -> bool:
-        return all(
-            jobs.conditions(jobs.get(kube, ns, n)).get("Succeeded", {}).get("status") == "True"
-            for n in ("one", "two")
-        )
-
-    took = watch.until(both_succeeded, RUN_SECONDS, "both jobs Succeeded")
-    whole = {n: watch.whole_at(n, 3) for n in ("one", "two")}
-    assert None not in whole.values(), (whole, watch.samples)
-    for name in ("one", "two"):
-        assert watch.partial_start(name, 3) == [], (name, watch.samples)
-    overlap = [(t, c) for t, c in watch.samples if c["one"] and c["two"]]
-    assert overlap == [], overlap
-    first, second = sorted(whole, key=lambda n: whole[n] or 0)
-    for name in ("one", "two"):
-        runs.assert_ran_on_hostfile(kube, ns, name, 2)
+    seen = gang.one_after_the_other(backend, ns, gang.INSTALLED, RUN_SECONDS)
+    first, second = seen.first, seen.second
     record_property(
         "e2e_summary",
-        f"gang: two jobs of 3 x {each}m on {free}m free applied at once: {first} whole at "
-        f"{whole[first]:.1f} s, {second} at {whole[second]:.1f} s, both Succeeded at {took:.1f} s "
-        f"({time.monotonic() - began:.0f} s with the checks); {len(watch.samples)} samples, no partial start",
+        f"gang: two jobs of 3 x {seen.each}m on {seen.free}m free applied at once: {first} whole at "
+        f"{seen.whole[first]:.1f} s, {second} at {seen.whole[second]:.1f} s, both Succeeded at"
+        f" {seen.took:.1f} s ({seen.checked:.0f} s with the checks); {seen.samples} samples, no partial"
+        " start",
     )
 
 
@@ -443,7 +416,7 @@ def test_a_higher_priority_gang_preempts_a_lower_one_whole_and_the_lower_job_say
 
         def high_runs_and_low_said_why() -> bool:
             marked.update(_preempted(gang.job_pods(kube, ns, "low")) & first)
-            held = _gang_scheduled(kube, ns, "low")
+            held = gang.gang_held(kube, ns, "low")
             if held is not None and held["reason"] == "PreemptionByScheduler":
                 said.update(held)
             return bool(said) and bool(workloads.bound(gang.job_pods(kube, ns, "high")))

@@ -117,12 +117,6 @@ def backend(real_node: RealNode, request: pytest.FixtureRequest) -> Iterator[Bac
             neighbours.uninstall(kube, objects)
 
 
-def _gang_scheduled(kube: Kube, ns: str, name: str) -> dict[str, Any] | None:
-    """The MPIJob's GangScheduled=False condition, or None."""
-    held = jobs.conditions(jobs.get(kube, ns, name)).get("GangScheduled")
-    return held if held is not None and held.get("status") == "False" else None
-
-
 def test_a_gang_too_big_for_the_node_binds_nothing_and_says_the_schedulers_reason(
     backend: Backend, ns: str, record_property: pytest.RecordProperty
 ) -> None:
@@ -134,10 +128,10 @@ def test_a_gang_too_big_for_the_node_binds_nothing_and_says_the_schedulers_reaso
     runs.apply(kube, ns, gang.pi("big", free // 2))
     wait_for(lambda: len(gang.job_pods(kube, ns, "big")) == 3, BIND_SECONDS, "the job's three Pods")
     watch = workloads.Watch(lambda: {"big": gang.job_pods(kube, ns, "big")})
-    wait_for(lambda: _gang_scheduled(kube, ns, "big"), 60, "the MPIJob's GangScheduled=False")
+    wait_for(lambda: gang.gang_held(kube, ns, "big"), 60, "the MPIJob's GangScheduled=False")
     watch.hold(HOLD_SECONDS)
     assert watch.most("big") == 0, watch.samples
-    held = _gang_scheduled(kube, ns, "big")  # the scheduler's word after the hold
+    held = gang.gang_held(kube, ns, "big")  # the scheduler's word after the hold
     assert held is not None
     group = backend.podgroup(ns, "big")
     assert group is not None and group["spec"]["minMember"] == 3, group
@@ -177,38 +171,14 @@ def test_a_gang_too_big_for_the_node_binds_nothing_and_says_the_schedulers_reaso
 def test_two_gangs_that_fit_one_at_a_time_run_one_after_the_other(
     backend: Backend, ns: str, record_property: pytest.RecordProperty
 ) -> None:
-    kube, name = backend.kube, backend.scheduler.name
-    free = workloads.settled_free_cpu(kube, INSTALLED)
-    each = free // 3  # three Pods fit, four do not
-    for job in ("one", "two"):
-        runs.apply(kube, ns, gang.pi(job, each))
-    watch = workloads.Watch(lambda: {n: gang.job_pods(kube, ns, n) for n in ("one", "two")})
-    waited: dict[str, str] = {}
-
-    def both_succeeded(_: dict[str, int]) -> bool:
-        for job in ("one", "two"):
-            if job not in waited and (held := _gang_scheduled(kube, ns, job)) is not None:
-                waited[job] = f"{held['reason']}: {held['message'][:160]}"
-        return all(
-            jobs.conditions(jobs.get(kube, ns, n)).get("Succeeded", {}).get("status") == "True"
-            for n in ("one", "two")
-        )
-
-    took = watch.until(both_succeeded, RUN_SECONDS, "both jobs Succeeded")
-    whole = {n: watch.whole_at(n, 3) for n in ("one", "two")}
-    assert None not in whole.values(), (whole, watch.samples)
-    for job in ("one", "two"):
-        assert watch.partial_start(job, 3) == [], (job, watch.samples)
-    assert [(t, c) for t, c in watch.samples if c["one"] and c["two"]] == []
-    first, second = sorted(whole, key=lambda n: whole[n] or 0)
-    for job in ("one", "two"):
-        runs.assert_ran_on_hostfile(kube, ns, job, 2)
+    seen = gang.one_after_the_other(backend.kube, ns, INSTALLED, RUN_SECONDS)
+    first, second = seen.first, seen.second
     record_property(
         "e2e_summary",
-        f"{name} gangs: two jobs of 3 x {each}m on {free}m free applied at once: {first} whole at"
-        f" {whole[first]:.1f} s, {second} at {whole[second]:.1f} s (it waited"
-        f" {whole[second] - whole[first]:.1f} s more, saying {waited.get(second, 'nothing')}), both"
-        f" Succeeded at {took:.1f} s; no partial start",
+        f"{backend.scheduler.name} gangs: two jobs of 3 x {seen.each}m on {seen.free}m free applied at once:"
+        f" {first} whole at {seen.whole[first]:.1f} s, {second} at {seen.whole[second]:.1f} s (it waited"
+        f" {seen.whole[second] - seen.whole[first]:.1f} s more, saying {seen.waited.get(second, 'nothing')}),"
+        f" both Succeeded at {seen.took:.1f} s; no partial start",
     )
 
 
@@ -220,7 +190,7 @@ def test_suspend_resume_and_delete_the_podgroup_follows(
     kube, name = backend.kube, backend.scheduler.name
     free = workloads.settled_free_cpu(kube, INSTALLED)
     runs.apply(kube, ns, gang.pi("held", free // 2))
-    wait_for(lambda: _gang_scheduled(kube, ns, "held"), 60, "held's GangScheduled=False")
+    wait_for(lambda: gang.gang_held(kube, ns, "held"), 60, "held's GangScheduled=False")
     kube.patch("mpijobs", ns, "held", {"spec": {"runPolicy": {"suspend": True}}})
     jobs.wait_condition(kube, ns, "held", "Suspended")
     wait_for(lambda: not gang.job_pods(kube, ns, "held"), 120, "the suspended job's Pods gone")
@@ -232,7 +202,7 @@ def test_suspend_resume_and_delete_the_podgroup_follows(
     took = watch.until(lambda counts: counts["held"] == 3, BIND_SECONDS, "the resumed job bound")
     group = backend.podgroup(ns, "held")
     assert group is not None and group["spec"]["minResources"]["cpu"] == f"{3 * (free // 4)}m", group
-    assert _gang_scheduled(kube, ns, "held") is None
+    assert gang.gang_held(kube, ns, "held") is None
     began = time.monotonic()
     kube.kubectl("-n", ns, "delete", "mpijob", "held")
     wait_for(lambda: backend.podgroup(ns, "held") is None, 90, "the PodGroup gone with the job")
@@ -285,7 +255,7 @@ def test_a_volcano_queue_smaller_than_the_gang_holds_it_and_the_job_names_the_qu
         job = gang.pi("queued", 400)  # 3 x 400m: 1200m, the queue holds 1000m; the node has room
         job["spec"]["runPolicy"]["schedulingPolicy"] = {"queue": queue}
         runs.apply(kube, ns, job)
-        held = wait_for(lambda: _gang_scheduled(kube, ns, "queued"), 60, "queued's GangScheduled=False")
+        held = wait_for(lambda: gang.gang_held(kube, ns, "queued"), 60, "queued's GangScheduled=False")
         watch = workloads.Watch(lambda: {"queued": gang.job_pods(kube, ns, "queued")})
         watch.hold(HOLD_SECONDS / 3)
         assert watch.most("queued") == 0, watch.samples
